@@ -1,0 +1,151 @@
+//go:build linux
+
+package loopback
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// GuestArg, as the first argument of the agent binary, makes it the guest
+// side of the runner: see [MaybeGuest].
+const GuestArg = "rdmabench-guest-agent"
+
+// Guest network: a veth pair, rxe on veth0. 192.0.2.0/24 is TEST-NET-1
+// (RFC 5737): documentation only, never routed, and the guest has no NIC.
+const (
+	guestNetdev = "veth0"
+	guestPeer   = "veth1"
+	guestAddr   = "192.0.2.1/24"
+)
+
+// MaybeGuest runs the guest side of the VM runner and does not return when
+// os.Args[1] is GuestArg; otherwise it returns at once. Call it first thing
+// in the main of the binary used as [VM.Agent].
+func MaybeGuest() {
+	if len(os.Args) < 3 || os.Args[1] != GuestArg {
+		return
+	}
+	code, err := guestMain(os.Args[2])
+	if err != nil {
+		fmt.Printf("%s%v\n", markerFatal, err)
+	} else {
+		fmt.Printf("%s%d\n", markerExit, code)
+	}
+	unix.Sync()
+	// qemu runs with -no-reboot: a restart ends it.
+	unix.Reboot(unix.LINUX_REBOOT_CMD_RESTART)
+	os.Exit(1)
+}
+
+// guestMain sets up the network and rxe, then runs the job with its output
+// on the second serial line.
+func guestMain(jobPath string) (int, error) {
+	b, err := os.ReadFile(jobPath)
+	if err != nil {
+		return -1, err
+	}
+	var job Job
+	if err := json.Unmarshal(b, &job); err != nil {
+		return -1, fmt.Errorf("decoding the job: %w", err)
+	}
+	if len(job.Args) == 0 {
+		return -1, errors.New("the job has no command")
+	}
+	out, err := os.OpenFile("/dev/ttyS1", os.O_WRONLY|unix.O_NOCTTY, 0)
+	if err != nil {
+		return -1, fmt.Errorf("opening the output line: %w", err)
+	}
+	defer out.Close()
+	if err := makeRaw(out); err != nil {
+		return -1, err
+	}
+	if err := guestNetwork(); err != nil {
+		return -1, err
+	}
+	dev := job.Device
+	if dev == "" {
+		dev = "rxe0"
+	}
+	rxe, err := EnsureRxe(dev, guestNetdev)
+	if err != nil {
+		return -1, err
+	}
+	wait := job.ActiveTimeout
+	if wait <= 0 {
+		wait = 20 * time.Second
+	}
+	if err := rxe.WaitActive(time.Now().Add(wait)); err != nil {
+		return -1, err
+	}
+	fmt.Printf("rdmabench guest: %s ACTIVE on %s (%s); running %q\n", rxe.Name, guestNetdev, guestAddr, job.Args)
+	cmd := exec.Command(job.Args[0], job.Args[1:]...)
+	cmd.Dir, cmd.Env = job.Dir, job.Env
+	cmd.Stdout, cmd.Stderr = out, out
+	err = cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &exit):
+		return exit.ExitCode(), nil
+	default:
+		fmt.Fprintf(out, "rxevm: %v\n", err)
+		return 127, nil
+	}
+}
+
+// guestNetwork brings up lo and a veth pair with an address on veth0.
+func guestNetwork() error {
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("guest network: %w", err)
+	}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: guestNetdev}, PeerName: guestPeer}
+	if err := netlink.LinkAdd(veth); err != nil {
+		return fmt.Errorf("guest network: creating %s/%s: %w", guestNetdev, guestPeer, err)
+	}
+	ip, ipnet, _ := net.ParseCIDR(guestAddr)
+	ipnet.IP = ip
+	for _, step := range []func() error{
+		func() error { return netlink.LinkSetUp(lo) },
+		func() error { return netlink.AddrAdd(veth, &netlink.Addr{IPNet: ipnet}) },
+		func() error { return linkUp(guestPeer) },
+		func() error { return linkUp(guestNetdev) },
+	} {
+		if err := step(); err != nil {
+			return fmt.Errorf("guest network: %w", err)
+		}
+	}
+	return nil
+}
+
+func linkUp(name string) error {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	return netlink.LinkSetUp(l)
+}
+
+// makeRaw turns off the serial line's output processing (no \n → \r\n).
+func makeRaw(f *os.File) error {
+	t, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	if err != nil {
+		return fmt.Errorf("output line: %w", err)
+	}
+	t.Oflag &^= unix.OPOST
+	t.Lflag &^= unix.ECHO | unix.ICANON | unix.ISIG | unix.IEXTEN
+	if err := unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, t); err != nil {
+		return fmt.Errorf("output line: %w", err)
+	}
+	return nil
+}

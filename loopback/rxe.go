@@ -1,0 +1,113 @@
+//go:build linux
+
+package loopback
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Rxe is a Soft-RoCE device on a network interface.
+type Rxe struct {
+	// Name is the RDMA device name, e.g. "rxe0".
+	Name string
+	// Netdev is the network interface it runs on.
+	Netdev string
+	// Created tells whether EnsureRxe made the link (and Close removes it).
+	Created bool
+}
+
+// EnsureRxe makes sure an rxe device runs on netdev and returns it. When
+// one already exists on netdev (under any name) it is returned as it is and
+// Close leaves it alone; otherwise a link called name is created through
+// netlink, and Close deletes it. It needs root (CAP_NET_ADMIN) and a kernel
+// with rdma_rxe; it loads the module with modprobe when it is not loaded.
+func EnsureRxe(name, netdev string) (*Rxe, error) {
+	if existing, ok := rxeOn(HostRoot.Sys, netdev); ok {
+		return &Rxe{Name: existing, Netdev: netdev}, nil
+	}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("loopback: creating rxe device %s on %s needs root (CAP_NET_ADMIN); run as root or create it with: rdma link add %s type rxe netdev %s", name, netdev, name, netdev)
+	}
+	if _, err := os.Stat(filepath.Join(HostRoot.Sys, "module/rdma_rxe")); err != nil {
+		if out, err := exec.Command("modprobe", "rdma_rxe").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("loopback: kernel module rdma_rxe is not loaded and modprobe failed: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+	}
+	if _, err := netlink.LinkByName(netdev); err != nil {
+		return nil, fmt.Errorf("loopback: network interface %q for rxe: %w", netdev, err)
+	}
+	if err := netlink.RdmaLinkAdd(name, "rxe", netdev); err != nil {
+		return nil, fmt.Errorf("loopback: rdma link add %s type rxe netdev %s: %w", name, netdev, err)
+	}
+	return &Rxe{Name: name, Netdev: netdev, Created: true}, nil
+}
+
+// WaitActive waits until port 1 of the device is ACTIVE, or the deadline.
+func (r *Rxe) WaitActive(deadline time.Time) error {
+	p := filepath.Join(HostRoot.Sys, "class/infiniband", r.Name, "ports/1/state")
+	var last string
+	for {
+		b, err := os.ReadFile(p)
+		last = strings.TrimSpace(string(b))
+		if err == nil && strings.HasSuffix(last, "ACTIVE") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				last = err.Error()
+			}
+			return fmt.Errorf("loopback: %s port 1 did not become ACTIVE in time (state %q)", r.Name, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Close removes the device if EnsureRxe created it. Calling it twice is
+// harmless.
+func (r *Rxe) Close() error {
+	if r == nil || !r.Created {
+		return nil
+	}
+	r.Created = false
+	if err := netlink.RdmaLinkDel(r.Name); err != nil {
+		return fmt.Errorf("loopback: rdma link delete %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+// rxeOn returns the name of an rxe device already bound to netdev.
+func rxeOn(sys, netdev string) (string, bool) {
+	entries, err := os.ReadDir(filepath.Join(sys, "class/infiniband"))
+	if err != nil {
+		return "", false
+	}
+	for _, e := range entries {
+		if parent, err := deviceNetdev(sys, e.Name()); err == nil && parent == netdev {
+			return e.Name(), true
+		}
+	}
+	return "", false
+}
+
+// deviceNetdev reads the network interface under an RDMA device: rxe and
+// siw publish it as the "parent" attribute; others through the netdev of
+// GID 0 of port 1.
+func deviceNetdev(sys, dev string) (string, error) {
+	base := filepath.Join(sys, "class/infiniband", dev)
+	for _, p := range []string{"parent", "ports/1/gid_attrs/ndevs/0"} {
+		if b, err := os.ReadFile(filepath.Join(base, p)); err == nil {
+			if s := strings.TrimSpace(string(b)); s != "" {
+				return s, nil
+			}
+		}
+	}
+	return "", errors.New("loopback: no network interface found for " + dev)
+}

@@ -1,0 +1,27 @@
+//go:build !linux
+
+package loopback
+
+import (
+	"errors"
+	"time"
+)
+
+// Rxe is a Soft-RoCE device on a network interface (Linux only).
+type Rxe struct {
+	Name, Netdev string
+	Created      bool
+}
+
+// EnsureRxe is available on Linux only.
+func EnsureRxe(name, netdev string) (*Rxe, error) {
+	return nil, errors.New("loopback: Soft-RoCE needs Linux")
+}
+
+// WaitActive is available on Linux only.
+func (r *Rxe) WaitActive(deadline time.Time) error {
+	return errors.New("loopback: Soft-RoCE needs Linux")
+}
+
+// Close does nothing off Linux.
+func (r *Rxe) Close() error { return nil }
