@@ -1,0 +1,24 @@
+// Package verbs is rdmabench's thin cgo layer over libibverbs (rdma-core).
+//
+// It is the only package of the module that uses cgo. The real implementation
+// is built when GOOS=linux and cgo is enabled; otherwise every constructor
+// returns ErrNotSupported while types, constants, String methods and the pure
+// validation functions stay available (and are unit-tested on any host).
+//
+// Object lifetime: every object (Device, PD, MR, CQ, Channel, QP, AH, SRQ,
+// Buffer) registers itself in a process-wide table when created and removes
+// itself when closed; Live lists what is still open so tests can fail on
+// leaks. Close is idempotent on every type. Close children before parents:
+// QPs and SRQs, then CQs, then Channels, then MRs and AHs, then PDs, then the
+// Device; Device.Close refuses (returns an error naming the live children)
+// while objects created from it are still open, and Buffer.Close refuses while
+// MRs registered on it are open.
+//
+// Concurrency: objects are not safe for concurrent use by several goroutines
+// unless stated otherwise. In particular each QP and SRQ owns a C scratch area
+// used by PostSend/PostRecv, so one goroutine at a time may post to a QP.
+//
+// Hot path: QP.PostSend, QP.PostRecv, SRQ.PostRecv and CQ.Poll cross into C
+// exactly once per call (a whole batch is handed to ibv_post_send as one
+// chain) and do not allocate on success.
+package verbs
