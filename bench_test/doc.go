@@ -1,0 +1,50 @@
+// Package bench holds rdmabench's benchmarks: every scenario of perftest
+// (ib_{send,write,read,atomic}_{lat,bw}) as a Go benchmark over the verbs
+// package, with HDR latency percentiles and benchstat-ready output.
+//
+// Run them with `make bench`, or directly:
+//
+//	go test -run '^$' -bench . -count 6 ./bench_test [-rdma.dev mlx5_0] [-rdma.sizes 2-1M]
+//
+// (in the qemu guest on a machine without RDMA: see loopback/cmd/rxevm).
+//
+// # Names
+//
+// Each benchmark is a family whose sub-benchmarks are named key=value, so
+// that benchstat can use the keys as dimensions (-col /size, -row /transport):
+//
+//	transport  RC, UC or UD (where the verb allows it)
+//	op         fadd (ATOMIC_FETCH_AND_ADD) or cas (ATOMIC_CMP_AND_SWP)
+//	size       message size in bytes
+//	qd         outstanding WRs per QP (streaming)
+//	qps        QPs, posted to round-robin by one goroutine
+//	inline     payload inlined in the WQE
+//	batch      WRs per post call (doorbell batching)
+//	signal     one signaled completion every N WRs
+//	mode       poll (busy polling) or event (completion channel)
+//	srq        the receiver uses a shared receive queue
+//
+// # What is measured
+//
+// The definitions live in package rdmatest's documentation (see
+// rdmatest.Latency and rdmatest.Stream); in short:
+//
+//   - *Lat: one operation at a time. SendLat and WriteLat are ping-pongs:
+//     p50-ns … max-ns are half round trips (perftest's RTT/2). ReadLat
+//     and AtomicLat report full round trips. msgs/s counts round trips
+//     per second, MB/s the requester's payload bytes per second.
+//   - *BW: a stream of qd outstanding WRs per QP. MB/s (10^6 B/s) and
+//     msgs/s run from the first post to the last completion, as
+//     perftest's "BW average"; p50-ns … max-ns are latency under load:
+//     post to completion of every signaled WR.
+//
+// Percentiles are exact quantiles of every sample (HDR histogram, 3
+// significant digits): nothing is trimmed.
+//
+// # Matrices
+//
+// The default matrix finishes in a few minutes on rxe in the VM.
+// -short runs the first combination of every variant (a smoke test).
+// -rdma.sizes replaces every size axis (e.g. 2-1M for perftest -a's
+// powers of two up to 1 MiB; "all" for 2 B … 8 MiB).
+package bench

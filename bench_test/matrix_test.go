@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rdmabench/rdmabench/rdmatest"
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+var flagSizes = flag.String("rdma.sizes", os.Getenv("RDMA_SIZES"), "message sizes for every size axis, e.g. 64,4K or 2-1M or all [RDMA_SIZES]")
+
+func TestMain(m *testing.M) { rdmatest.Main(m) }
+
+// axes is one variant of a benchmark family: the cartesian product of its
+// values. A nil axis keeps the default and does not appear in the name;
+// every variant of a family declares the same axes, so names line up.
+type axes struct {
+	transport []verbs.Transport
+	op        []verbs.Opcode // atomics: fadd or cas
+	size      []int
+	qd        []int
+	qps       []int
+	inline    []bool
+	batch     []int
+	signal    []int
+	event     []bool
+	srq       []bool
+}
+
+var (
+	rc       = []verbs.Transport{verbs.TransportRC}
+	rcUC     = []verbs.Transport{verbs.TransportRC, verbs.TransportUC}
+	rcUCUD   = []verbs.Transport{verbs.TransportRC, verbs.TransportUC, verbs.TransportUD}
+	no       = []bool{false}
+	yes      = []bool{true}
+	one      = []int{1}
+	atomicOp = []verbs.Opcode{verbs.OpFetchAdd, verbs.OpCmpSwap}
+)
+
+// case_ is one point of a matrix: its name and its spec.
+type case_ struct {
+	name string
+	spec rdmatest.Spec
+}
+
+// expand lists the points of the variants. In -short mode only the first
+// point of each variant runs.
+func expand(tb testing.TB, op verbs.Opcode, variants []axes) []case_ {
+	var sizes []int
+	if *flagSizes != "" {
+		var err error
+		if sizes, err = rdmatest.ParseSizes(*flagSizes); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var out []case_
+	for _, v := range variants {
+		if sizes != nil && v.size != nil {
+			v.size = sizes
+		}
+		pts := points(op, v)
+		if testing.Short() {
+			pts = pts[:1]
+		}
+		out = append(out, pts...)
+	}
+	return out
+}
+
+// points is the cartesian product of one variant's axes.
+func points(op verbs.Opcode, v axes) []case_ {
+	pts := []case_{{spec: rdmatest.Spec{Op: op}}}
+	dim := func(key string, n int, apply func(c *case_, i int) string) {
+		if n == 0 {
+			return
+		}
+		var next []case_
+		for _, c := range pts {
+			for i := range n {
+				c2 := c
+				val := apply(&c2, i)
+				c2.name += "/" + key + "=" + val
+				next = append(next, c2)
+			}
+		}
+		pts = next
+	}
+	dim("op", len(v.op), func(c *case_, i int) string {
+		c.spec.Op = v.op[i]
+		return map[verbs.Opcode]string{verbs.OpFetchAdd: "fadd", verbs.OpCmpSwap: "cas"}[v.op[i]]
+	})
+	dim("transport", len(v.transport), func(c *case_, i int) string { c.spec.Transport = v.transport[i]; return v.transport[i].String() })
+	dim("size", len(v.size), func(c *case_, i int) string { c.spec.Size = v.size[i]; return fmt.Sprint(v.size[i]) })
+	dim("qd", len(v.qd), func(c *case_, i int) string { c.spec.QD = v.qd[i]; return fmt.Sprint(v.qd[i]) })
+	dim("qps", len(v.qps), func(c *case_, i int) string { c.spec.QPs = v.qps[i]; return fmt.Sprint(v.qps[i]) })
+	dim("inline", len(v.inline), func(c *case_, i int) string { c.spec.Inline = v.inline[i]; return fmt.Sprint(v.inline[i]) })
+	dim("batch", len(v.batch), func(c *case_, i int) string { c.spec.Batch = v.batch[i]; return fmt.Sprint(v.batch[i]) })
+	dim("signal", len(v.signal), func(c *case_, i int) string { c.spec.Signal = v.signal[i]; return fmt.Sprint(v.signal[i]) })
+	dim("mode", len(v.event), func(c *case_, i int) string {
+		c.spec.Event = v.event[i]
+		return map[bool]string{false: "poll", true: "event"}[v.event[i]]
+	})
+	dim("srq", len(v.srq), func(c *case_, i int) string { c.spec.SRQ = v.srq[i]; return fmt.Sprint(v.srq[i]) })
+	for i := range pts {
+		pts[i].name = strings.TrimPrefix(pts[i].name, "/")
+	}
+	return pts
+}
+
+// latency runs a latency family.
+func latency(b *testing.B, op verbs.Opcode, variants ...axes) {
+	run(b, op, variants, rdmatest.Latency)
+}
+
+// stream runs a streaming (bandwidth) family.
+func stream(b *testing.B, op verbs.Opcode, variants ...axes) {
+	run(b, op, variants, rdmatest.Stream)
+}
+
+func run(b *testing.B, op verbs.Opcode, variants []axes, measure func(*testing.B, *rdmatest.Dev, rdmatest.Spec)) {
+	d := rdmatest.Device(b)
+	for _, c := range expand(b, op, variants) {
+		b.Run(c.name, func(b *testing.B) {
+			rdmatest.CheckLeaks(b)
+			measure(b, d, c.spec)
+		})
+	}
+}

@@ -1,0 +1,61 @@
+package bench
+
+import (
+	"testing"
+
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// The perftest scenarios: ib_{send,write,read,atomic}_{lat,bw}. Each is a
+// declaration of its axes; package rdmatest measures.
+
+func BenchmarkSendLat(b *testing.B) {
+	latency(b, verbs.OpSend,
+		axes{transport: rcUCUD, size: []int{8, 1024}, inline: no, event: no},
+		axes{transport: rc, size: []int{8}, inline: yes, event: no},
+		axes{transport: rc, size: []int{8}, inline: no, event: yes},
+	)
+}
+
+func BenchmarkWriteLat(b *testing.B) {
+	latency(b, verbs.OpWrite,
+		axes{transport: rcUC, size: []int{8, 4096}, inline: no},
+		axes{transport: rc, size: []int{8}, inline: yes},
+	)
+}
+
+func BenchmarkReadLat(b *testing.B) {
+	latency(b, verbs.OpRead, axes{transport: rc, size: []int{8, 4096}, event: []bool{false, true}})
+}
+
+func BenchmarkAtomicLat(b *testing.B) {
+	latency(b, 0, axes{op: atomicOp, transport: rc})
+}
+
+func BenchmarkSendBW(b *testing.B) {
+	qd := []int{128}
+	stream(b, verbs.OpSend,
+		axes{transport: rcUCUD, size: []int{64, 1024}, qd: qd, batch: one, signal: one, event: no, srq: no},
+		axes{transport: rc, size: []int{4096}, qd: qd, batch: one, signal: one, event: no, srq: no},
+		axes{transport: rc, size: []int{1024}, qd: qd, batch: one, signal: one, event: yes, srq: no},
+		axes{transport: rc, size: []int{1024}, qd: qd, batch: one, signal: one, event: no, srq: yes},
+	)
+}
+
+func BenchmarkWriteBW(b *testing.B) {
+	qd := []int{128}
+	stream(b, verbs.OpWrite,
+		axes{transport: rcUC, size: []int{64, 4096, 65536}, qd: qd, qps: one, inline: no, batch: one, signal: one},
+		axes{transport: rc, size: []int{64}, qd: qd, qps: one, inline: yes, batch: one, signal: one},
+		axes{transport: rc, size: []int{64}, qd: qd, qps: one, inline: no, batch: []int{8}, signal: []int{8}},
+		axes{transport: rc, size: []int{4096}, qd: qd, qps: []int{4}, inline: no, batch: one, signal: one},
+	)
+}
+
+func BenchmarkReadBW(b *testing.B) {
+	stream(b, verbs.OpRead, axes{transport: rc, size: []int{64, 4096, 65536}, qd: []int{16}})
+}
+
+func BenchmarkAtomicBW(b *testing.B) {
+	stream(b, 0, axes{op: atomicOp, transport: rc, qd: []int{16}})
+}

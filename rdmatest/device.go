@@ -1,0 +1,150 @@
+package rdmatest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// Dev is an open device with the port and GID the tests use.
+type Dev struct {
+	*verbs.Device
+	Port     int
+	PortAttr verbs.PortAttr
+	GID      verbs.GIDEntry
+	Opts     Options
+}
+
+// Required tells whether a device must exist: under CI=true or
+// RDMA_REQUIRE=1 a missing device fails tests instead of skipping them.
+func Required() bool {
+	return os.Getenv("CI") == "true" || os.Getenv("RDMA_REQUIRE") == "1"
+}
+
+// Device opens the device chosen by the flags, checks its port and GID,
+// and closes it when tb ends. Without a device, tb is skipped, or fails
+// when Required. It also registers the leak check (see CheckLeaks).
+func Device(tb testing.TB) *Dev {
+	tb.Helper()
+	CheckLeaks(tb)
+	d, err := OpenDev()
+	if errors.Is(err, verbs.ErrNoDevice) || errors.Is(err, verbs.ErrNotSupported) {
+		if Required() {
+			tb.Fatalf("no RDMA device, and one is required (CI=true or RDMA_REQUIRE=1): %v", err)
+		}
+		tb.Skipf("no RDMA device: %v", err)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			tb.Errorf("closing %s: %v", d.Name(), err)
+		}
+	})
+	return d
+}
+
+// OpenDev opens the device chosen by the flags without a testing.TB (for
+// TestMain and commands); the caller closes it.
+func OpenDev() (*Dev, error) {
+	o, err := Opts()
+	if err != nil {
+		return nil, err
+	}
+	name := o.Device
+	if name == "" {
+		if name, err = firstActive(o.Port); err != nil {
+			return nil, err
+		}
+	}
+	dev, err := verbs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dev{Device: dev, Port: o.Port, Opts: o}
+	if err := d.setup(); err != nil {
+		dev.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Dev) setup() error {
+	if n := d.Attr().PhysPortCnt; d.Port > n {
+		return fmt.Errorf("rdmatest: port %d does not exist on %s (ports 1..%d)", d.Port, d.Name(), n)
+	}
+	pa, err := d.Device.Port(d.Port)
+	if err != nil {
+		return fmt.Errorf("rdmatest: %s port %d: %w", d.Name(), d.Port, err)
+	}
+	if pa.State != verbs.PortActive {
+		return fmt.Errorf("rdmatest: %s port %d is %s, not ACTIVE", d.Name(), d.Port, pa.State)
+	}
+	d.PortAttr = pa
+	if d.Opts.GIDIndex >= 0 {
+		d.GID, err = d.Device.GID(d.Port, d.Opts.GIDIndex)
+	} else {
+		d.GID, err = d.BestGID(d.Port)
+	}
+	if err != nil {
+		return fmt.Errorf("rdmatest: %s port %d: %w", d.Name(), d.Port, err)
+	}
+	return nil
+}
+
+// firstActive returns the first device whose port is ACTIVE.
+func firstActive(port int) (string, error) {
+	devs, err := verbs.Devices()
+	if err != nil {
+		return "", err
+	}
+	if len(devs) == 0 {
+		return "", fmt.Errorf("rdmatest: %w", verbs.ErrNoDevice)
+	}
+	var states []string
+	for _, di := range devs {
+		dev, err := verbs.Open(di.Name)
+		if err != nil {
+			states = append(states, di.Name+": "+err.Error())
+			continue
+		}
+		pa, err := dev.Port(port)
+		dev.Close()
+		if err == nil && pa.State == verbs.PortActive {
+			return di.Name, nil
+		}
+		states = append(states, fmt.Sprintf("%s port %d: %v %v", di.Name, port, pa.State, err))
+	}
+	return "", fmt.Errorf("rdmatest: no device has port %d ACTIVE (%v)", port, states)
+}
+
+// CheckLeaks fails tb if verbs objects created after this call are still
+// open when tb ends (after the cleanups registered later), naming each
+// object's kind and creation site.
+func CheckLeaks(tb testing.TB) {
+	tb.Helper()
+	before := map[uint64]bool{}
+	for _, o := range verbs.Live() {
+		before[o.ID] = true
+	}
+	tb.Cleanup(func() {
+		for _, o := range verbs.Live() {
+			if !before[o.ID] {
+				tb.Errorf("leaked verbs object: %s", o)
+			}
+		}
+	})
+}
+
+// Close registers c.Close as a cleanup of tb, failing tb if it errs.
+func Close(tb testing.TB, c interface{ Close() error }) {
+	tb.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			tb.Errorf("closing %T: %v", c, err)
+		}
+	})
+}

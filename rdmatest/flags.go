@@ -1,0 +1,83 @@
+package rdmatest
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Options are the device and measurement settings of a test binary.
+type Options struct {
+	Device   string
+	Port     int
+	GIDIndex int // -1: best GID
+	Timeout  time.Duration
+	HlogDir  string
+}
+
+var (
+	flagDev     = flag.String("rdma.dev", env("RDMA_DEVICE", ""), "RDMA device (default: the first device with an ACTIVE port) [RDMA_DEVICE]")
+	flagPort    = flag.Int("rdma.port", envInt("RDMA_PORT", 1), "RDMA port [RDMA_PORT]")
+	flagGID     = flag.Int("rdma.gid", envInt("RDMA_GID_INDEX", -1), "GID index; -1 = best GID (RoCE v2, IPv4-mapped) [RDMA_GID_INDEX]")
+	flagTimeout = flag.Duration("rdma.timeout", envDuration("RDMA_TIMEOUT", 10*time.Second), "deadline for every single wait for a completion or a peer [RDMA_TIMEOUT]")
+	flagHlog    = flag.String("rdma.hlog", env("RDMA_HLOG_DIR", ""), "directory for HdrHistogram .hlog files, one per benchmark [RDMA_HLOG_DIR]")
+)
+
+// envErrs collects malformed environment values, reported by Opts.
+var envErrs []error
+
+// Opts returns the options from the flags (and their environment
+// fallbacks), checked: a malformed environment value or an out-of-range
+// setting is an error naming the value and the limit.
+func Opts() (Options, error) {
+	o := Options{Device: *flagDev, Port: *flagPort, GIDIndex: *flagGID, Timeout: *flagTimeout, HlogDir: *flagHlog}
+	errs := append([]error(nil), envErrs...)
+	if o.Port < 1 || o.Port > 255 {
+		errs = append(errs, fmt.Errorf("rdmatest: -rdma.port %d is out of range 1..255", o.Port))
+	}
+	if o.GIDIndex < -1 {
+		errs = append(errs, fmt.Errorf("rdmatest: -rdma.gid %d is invalid: use -1 (best GID) or an index ≥ 0", o.GIDIndex))
+	}
+	if o.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("rdmatest: -rdma.timeout %v must be positive", o.Timeout))
+	}
+	return o, errors.Join(errs...)
+}
+
+func env(k, def string) string {
+	if v, ok := os.LookupEnv(k); ok {
+		return v
+	}
+	return def
+}
+
+// envInt and envDuration return def when k is unset; a malformed value
+// is recorded for Opts to report.
+func envInt(k string, def int) int {
+	s, ok := os.LookupEnv(k)
+	if !ok {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		envErrs = append(envErrs, fmt.Errorf("rdmatest: %s=%q is not an integer", k, s))
+		return def
+	}
+	return v
+}
+
+func envDuration(k string, def time.Duration) time.Duration {
+	s, ok := os.LookupEnv(k)
+	if !ok {
+		return def
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		envErrs = append(envErrs, fmt.Errorf("rdmatest: %s=%q is not a duration (e.g. 10s)", k, s))
+		return def
+	}
+	return v
+}

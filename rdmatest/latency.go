@@ -1,0 +1,273 @@
+package rdmatest
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// skipOrFail skips b for an *Unsupported error and fails it otherwise.
+func skipOrFail(tb testing.TB, err error) {
+	tb.Helper()
+	if IsUnsupported(err) {
+		tb.Skip(err)
+	}
+	tb.Fatal(err)
+}
+
+// sendWR is the template of a requester WR of spec s on QP i of side from.
+func sendWR(s *Spec, from *Side, i int) verbs.SendWR {
+	wr := verbs.SendWR{Op: s.Op, Flags: verbs.FlagSignaled, NumSGE: 1}
+	t := from.Peer[i]
+	switch s.Op {
+	case verbs.OpRead, verbs.OpFetchAdd, verbs.OpCmpSwap:
+		wr.SGE[0] = from.In(i, s.Size) // what comes back lands in "in"
+	default:
+		wr.SGE[0] = from.Out(i, s.Size)
+	}
+	wr.RemoteAddr, wr.RKey, wr.UD = t.Addr, t.RKey, t.Dest
+	switch s.Op {
+	case verbs.OpSendImm, verbs.OpWriteImm:
+		wr.Imm = 0x5eed
+	case verbs.OpFetchAdd:
+		wr.CompareAdd = 1
+	}
+	if s.Inline {
+		wr.Flags |= verbs.FlagInline
+	}
+	return wr
+}
+
+// recvBytes is what one receive must hold for s (a UD receive starts with
+// the 40-byte GRH).
+func recvBytes(s *Spec) int {
+	if s.Transport == verbs.TransportUD {
+		return s.Size + grhBytes
+	}
+	return s.Size
+}
+
+// Latency measures spec s one operation at a time on QP 0 (see the
+// package doc for what is timed) and reports p50-ns … max-ns, msgs/s
+// (operations per second) and MB/s (payload bytes of the requester's
+// messages). Unsupported combinations are skipped, invalid ones fail.
+func Latency(b *testing.B, d *Dev, s Spec) {
+	b.Helper()
+	s.defaults()
+	if err := s.Check(d, false); err != nil {
+		skipOrFail(b, err)
+	}
+	p := NewPair(b, d, s.pairConfig(false))
+	timeout := d.Opts.Timeout
+	rec := NewRecorder()
+	var iter func() (int64, error)
+	var resp *responder
+	var err error
+	switch {
+	case s.Op == verbs.OpWrite:
+		iter, resp = p.writePingPong(&s, timeout)
+	case s.consumesRecv():
+		iter, resp, err = p.recvPingPong(&s, timeout)
+	default:
+		iter = p.roundTrip(&s, timeout)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Stop()
+	b.SetBytes(int64(s.Size))
+	b.ReportAllocs()
+	for b.Loop() {
+		ns, err := iter()
+		if err != nil {
+			if rerr := resp.Stop(); rerr != nil {
+				err = fmt.Errorf("%w (passive side: %v)", err, rerr)
+			}
+			b.Fatal(err)
+		}
+		rec.Record(ns)
+	}
+	if err := resp.Stop(); err != nil {
+		b.Fatal(err)
+	}
+	ReportLatency(b, rec)
+	ReportRate(b, b.N)
+}
+
+// roundTrip: post one READ or atomic, wait for its completion; the sample
+// is the full round trip.
+func (p *Pair) roundTrip(s *Spec, timeout time.Duration) func() (int64, error) {
+	qp, wr := p.A.QPs[0], []verbs.SendWR{sendWR(s, p.A, 0)}
+	poll := NewPoller(p.A, 4, timeout)
+	what := "the completion of the requester's " + s.Op.String()
+	return func() (int64, error) {
+		t0 := time.Now()
+		if err := qp.PostSend(wr); err != nil {
+			return 0, err
+		}
+		if _, err := poll.Wait(what, 1); err != nil {
+			return 0, err
+		}
+		return time.Since(t0).Nanoseconds(), nil
+	}
+}
+
+// recvPingPong: A sends (SEND or WRITE_WITH_IMM), B answers with the same
+// verb when its receive completes, A waits for its own receive
+// completion; the sample is half the round trip.
+func (p *Pair) recvPingPong(s *Spec, timeout time.Duration) (func() (int64, error), *responder, error) {
+	n := recvBytes(s)
+	ra, rb := newReceiver(p.A, n), newReceiver(p.B, n)
+	if err := ra.fill(p.Cfg.RecvDepth); err != nil {
+		return nil, nil, err
+	}
+	if err := rb.fill(p.Cfg.RecvDepth); err != nil {
+		return nil, nil, err
+	}
+	qpA, wrA := p.A.QPs[0], []verbs.SendWR{sendWR(s, p.A, 0)}
+	qpB, wrB := p.B.QPs[0], []verbs.SendWR{sendWR(s, p.B, 0)}
+	pollA, pollB := NewPoller(p.A, 8, timeout), NewPoller(p.B, 8, timeout)
+	depth := p.Cfg.SendDepth
+
+	resp := startResponder(timeout, func(stop *atomic.Bool) error {
+		sends := 0
+		for !stop.Load() {
+			wcs, err := pollB.Poll()
+			if err != nil {
+				return fmt.Errorf("rdmatest: passive side: %w", err)
+			}
+			for i := range wcs {
+				if !isRecv(&wcs[i]) {
+					sends--
+					continue
+				}
+				if err := rb.consumed(0); err != nil {
+					return err
+				}
+				for sends >= depth && !stop.Load() {
+					w, err := pollB.Poll()
+					if err != nil {
+						return err
+					}
+					for j := range w {
+						if !isRecv(&w[j]) {
+							sends--
+						}
+					}
+				}
+				if err := qpB.PostSend(wrB); err != nil {
+					return fmt.Errorf("rdmatest: passive side answering: %w", err)
+				}
+				sends++
+			}
+			if len(wcs) == 0 {
+				if err := rb.flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+
+	sends := 0
+	iter := func() (int64, error) {
+		for sends >= depth {
+			wcs, err := pollA.Wait("the requester's send completions (send queue full)", sends)
+			if err != nil {
+				return 0, err
+			}
+			for i := range wcs {
+				if !isRecv(&wcs[i]) {
+					sends--
+				}
+			}
+		}
+		t0 := time.Now()
+		if err := qpA.PostSend(wrA); err != nil {
+			return 0, err
+		}
+		sends++
+		for {
+			wcs, err := pollA.Wait("the answer of the passive side (a receive completion on the requester)", sends)
+			if err != nil {
+				return 0, err
+			}
+			got := false
+			for i := range wcs {
+				if isRecv(&wcs[i]) {
+					got = true
+				} else {
+					sends--
+				}
+			}
+			if got {
+				ns := time.Since(t0).Nanoseconds() / 2
+				return ns, ra.consumed(0)
+			}
+		}
+	}
+	return iter, resp, nil
+}
+
+// writePingPong: A writes into B's "in" slot; B spins on the slot's last
+// byte, then writes into A's "in" slot; A spins on its last byte. The
+// sample is half the round trip (perftest's ib_write_lat).
+func (p *Pair) writePingPong(s *Spec, timeout time.Duration) (func() (int64, error), *responder) {
+	last := s.Size - 1
+	qpA, wrA := p.A.QPs[0], []verbs.SendWR{sendWR(s, p.A, 0)}
+	qpB, wrB := p.B.QPs[0], []verbs.SendWR{sendWR(s, p.B, 0)}
+	pollA, pollB := NewPoller(p.A, 8, timeout), NewPoller(p.B, 8, timeout)
+	outA, inA := p.A.OutBytes(0), p.A.InBytes(0)
+	outB, inB := p.B.OutBytes(0), p.B.InBytes(0)
+
+	resp := startResponder(timeout, func(stop *atomic.Bool) error {
+		seen := byte(0)
+		for !stop.Load() {
+			v := loadByte(inB, last)
+			if v == seen {
+				continue
+			}
+			seen = v
+			outB[last] = v
+			if err := qpB.PostSend(wrB); err != nil {
+				return fmt.Errorf("rdmatest: passive side answering: %w", err)
+			}
+			if _, err := pollB.Wait("the passive side's write completion", 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+
+	v := byte(0)
+	iter := func() (int64, error) {
+		v = v%255 + 1 // 1..255: never the initial 0
+		outA[last] = v
+		t0 := time.Now()
+		if err := qpA.PostSend(wrA); err != nil {
+			return 0, err
+		}
+		deadline := t0.Add(timeout)
+		for spins := 0; loadByte(inA, last) != v; spins++ {
+			if spins&1023 == 1023 && time.Now().After(deadline) {
+				return 0, pollA.Stalled("the passive side's RDMA WRITE to change the last byte of the requester's buffer", 1)
+			}
+		}
+		ns := time.Since(t0).Nanoseconds() / 2
+		_, err := pollA.Wait("the requester's write completion", 1)
+		return ns, err
+	}
+	return iter, resp
+}
+
+// loadByte reads b[i] with an atomic load, so that a spin on memory the
+// NIC writes sees every update (b is mmap'd, 64-byte aligned; little
+// endian assumed, as on amd64 and arm64).
+func loadByte(b []byte, i int) byte {
+	w := (*uint32)(unsafe.Pointer(&b[i&^3]))
+	return byte(atomic.LoadUint32(w) >> (8 * (i & 3)))
+}

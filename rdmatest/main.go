@@ -1,0 +1,111 @@
+package rdmatest
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Units are the custom units rdmabench reports, with their direction, as
+// printed in `Unit … better=` lines (golang.org/x/perf benchfmt) so that
+// benchstat and the regression gate know which way is worse.
+var Units = []struct{ Name, Better string }{
+	{"p50-ns", "lower"}, {"p90-ns", "lower"}, {"p99-ns", "lower"}, {"p99.9-ns", "lower"},
+	{"p99.99-ns", "lower"}, {"max-ns", "lower"}, {"msgs/s", "higher"},
+}
+
+// Main is a TestMain for packages of device benchmarks: it parses the
+// flags, prints the benchmark-format configuration lines that label the
+// results (rdma-device, rdma-provider, rdma-fw, rdma-node-guid,
+// rdma-link-layer, rdma-mtu, rdma-gid-type, rdma-gid-index, kernel,
+// rdma-core) and the Unit lines, then runs the tests and exits.
+//
+//	func TestMain(m *testing.M) { rdmatest.Main(m) }
+func Main(m *testing.M) {
+	flag.Parse()
+	PrintConfig(os.Stdout)
+	os.Exit(m.Run())
+}
+
+// PrintConfig writes the configuration and Unit lines to w. Without a
+// device it writes `rdma-device: none` and the reason on stderr.
+func PrintConfig(w io.Writer) {
+	for _, kv := range Config() {
+		fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1])
+	}
+	for _, u := range Units {
+		fmt.Fprintf(w, "Unit %s better=%s\n", u.Name, u.Better)
+	}
+}
+
+// Config returns the configuration keys and values of this machine and
+// the chosen device.
+func Config() [][2]string {
+	cfg := [][2]string{}
+	d, err := OpenDev()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rdmatest: no device for the configuration lines: %v\n", err)
+		cfg = append(cfg, [2]string{"rdma-device", "none"})
+	} else {
+		a := d.Attr()
+		cfg = append(cfg,
+			[2]string{"rdma-device", d.Name()},
+			[2]string{"rdma-provider", a.Provider},
+			[2]string{"rdma-fw", orNone(a.FWVersion)},
+			[2]string{"rdma-node-guid", guid(a.NodeGUID)},
+			[2]string{"rdma-link-layer", d.PortAttr.LinkLayer},
+			[2]string{"rdma-mtu", fmt.Sprint(d.PortAttr.ActiveMTU)},
+			[2]string{"rdma-speed", strings.ReplaceAll(fmt.Sprintf("%dx %s", d.PortAttr.ActiveWidth, d.PortAttr.ActiveSpeed), " ", "")},
+			[2]string{"rdma-gid-type", strings.ReplaceAll(d.GID.Type.String(), " ", "")},
+			[2]string{"rdma-gid-index", fmt.Sprint(d.GID.Index)},
+		)
+		d.Close()
+	}
+	cfg = append(cfg, [2]string{"kernel", kernelRelease()}, [2]string{"rdma-core", rdmaCoreVersion()})
+	if os.Getenv("RDMA_IN_VM") == "1" {
+		cfg = append(cfg, [2]string{"rdma-host", "qemu-vm"})
+	}
+	return cfg
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// guid formats a node GUID as ibv_devinfo does (xxxx:xxxx:xxxx:xxxx).
+func guid(g uint64) string {
+	return fmt.Sprintf("%04x:%04x:%04x:%04x", g>>48, g>>32&0xffff, g>>16&0xffff, g&0xffff)
+}
+
+func kernelRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// rdmaCoreVersion reads the rdma-core release from the name libibverbs'
+// shared object resolves to (libibverbs.so.1.14.44.0 → 44.0: rdma-core
+// names the library's minor and patch versions after its own release).
+func rdmaCoreVersion() string {
+	for _, dir := range []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"} {
+		p, err := filepath.EvalSymlinks(filepath.Join(dir, "libibverbs.so.1"))
+		if err != nil {
+			continue
+		}
+		if v, ok := strings.CutPrefix(filepath.Base(p), "libibverbs.so.1."); ok {
+			if parts := strings.SplitN(v, ".", 2); len(parts) == 2 {
+				return parts[1]
+			}
+		}
+	}
+	return "unknown"
+}

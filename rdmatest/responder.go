@@ -1,0 +1,149 @@
+package rdmatest
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// responder runs the passive side's work in a goroutine of its own,
+// locked to an OS thread, until stopped.
+type responder struct {
+	stop    atomic.Bool
+	done    chan error
+	timeout time.Duration
+}
+
+func startResponder(timeout time.Duration, work func(stop *atomic.Bool) error) *responder {
+	r := &responder{done: make(chan error, 1), timeout: timeout}
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		r.done <- work(&r.stop)
+	}()
+	return r
+}
+
+// Stop asks the responder to finish and returns its error.
+func (r *responder) Stop() error {
+	if r == nil {
+		return nil
+	}
+	r.stop.Store(true)
+	select {
+	case err := <-r.done:
+		return err
+	case <-time.After(r.timeout):
+		return fmt.Errorf("rdmatest: the passive side did not stop within %v", r.timeout)
+	}
+}
+
+// receiver keeps receive WRs posted on a side (per QP or on its SRQ) and
+// reposts each one as it completes.
+type receiver struct {
+	side  *Side
+	n     int // bytes per receive
+	wrs   [][]verbs.RecvWR
+	batch []int
+}
+
+func newReceiver(s *Side, n int) *receiver {
+	r := &receiver{side: s, n: n, wrs: make([][]verbs.RecvWR, len(s.QPs)), batch: make([]int, len(s.QPs))}
+	for i := range s.QPs {
+		r.wrs[i] = make([]verbs.RecvWR, 64)
+		for j := range r.wrs[i] {
+			r.wrs[i][j] = verbs.RecvWR{ID: uint64(i), NumSGE: 1, SGE: [verbs.MaxWRSGE]verbs.SGE{s.In(i, n)}}
+		}
+	}
+	return r
+}
+
+// fill posts depth receives on every QP (or the SRQ).
+func (r *receiver) fill(depth int) error {
+	for i := range r.side.QPs {
+		for left := depth; left > 0; {
+			k := min(left, len(r.wrs[i]))
+			if err := r.post(i, k); err != nil {
+				return err
+			}
+			left -= k
+		}
+		if r.side.SRQ != nil {
+			break
+		}
+	}
+	return nil
+}
+
+func (r *receiver) post(i, k int) error {
+	if r.side.SRQ != nil {
+		return r.side.SRQ.PostRecv(r.wrs[i][:k])
+	}
+	return r.side.QPs[i].PostRecv(r.wrs[i][:k])
+}
+
+// consumed notes that a receive of QP i completed; flush reposts them.
+func (r *receiver) consumed(i int) error {
+	r.batch[i]++
+	if r.batch[i] == len(r.wrs[i]) {
+		return r.flushQP(i)
+	}
+	return nil
+}
+
+func (r *receiver) flushQP(i int) error {
+	k := r.batch[i]
+	r.batch[i] = 0
+	return r.post(i, k)
+}
+
+func (r *receiver) flush() error {
+	for i := range r.batch {
+		if r.batch[i] > 0 {
+			if err := r.flushQP(i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// recvIndex is the QP index a receive completion belongs to: receive WRs
+// carry it in their ID.
+func recvIndex(wc *verbs.WC) int { return int(wc.ID) }
+
+// isRecv tells receive completions from send-side ones.
+func isRecv(wc *verbs.WC) bool { return wc.Opcode&verbs.WCRecv != 0 }
+
+// sink is the passive side of a stream: it reposts every receive.
+func sink(p *Pair, n int, timeout time.Duration) (*responder, error) {
+	rc := newReceiver(p.B, n)
+	if err := rc.fill(p.Cfg.RecvDepth); err != nil {
+		return nil, fmt.Errorf("rdmatest: posting the passive side's receives: %w", err)
+	}
+	poll := NewPoller(p.B, 64, timeout)
+	return startResponder(timeout, func(stop *atomic.Bool) error {
+		for !stop.Load() {
+			wcs, err := poll.Poll()
+			if err != nil {
+				return fmt.Errorf("rdmatest: passive side: %w", err)
+			}
+			for i := range wcs {
+				if isRecv(&wcs[i]) {
+					if err := rc.consumed(recvIndex(&wcs[i])); err != nil {
+						return err
+					}
+				}
+			}
+			if len(wcs) == 0 {
+				if err := rc.flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}), nil
+}

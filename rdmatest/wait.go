@@ -1,0 +1,101 @@
+package rdmatest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// Poller polls a side's CQ into a reused array, busy-polling or, in event
+// mode, sleeping on the completion channel. Every wait has a deadline.
+type Poller struct {
+	side    *Side
+	wcs     []verbs.WC
+	timeout time.Duration
+	// Last is the most recent completion seen (for diagnostics).
+	Last    verbs.WC
+	hasLast bool
+}
+
+// NewPoller returns a poller for s with room for n completions per poll.
+func NewPoller(s *Side, n int, timeout time.Duration) *Poller {
+	return &Poller{side: s, wcs: make([]verbs.WC, n), timeout: timeout}
+}
+
+// Poll returns the completions available now (possibly none). A failed
+// completion is returned as an error (a *verbs.WCError).
+func (p *Poller) Poll() ([]verbs.WC, error) {
+	n, err := p.side.CQ.Poll(p.wcs)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	p.Last, p.hasLast = p.wcs[n-1], true
+	for i := range p.wcs[:n] {
+		if err := p.wcs[i].Err(); err != nil {
+			p.Last = p.wcs[i]
+			return nil, err
+		}
+	}
+	return p.wcs[:n], nil
+}
+
+// Wait returns at least one completion, waiting at most the poller's
+// timeout; what the caller waits for is named in the deadline error
+// together with the QPs' states. It does not allocate unless it fails.
+func (p *Poller) Wait(what string, outstanding int) ([]verbs.WC, error) {
+	wcs, err := p.Poll()
+	if len(wcs) > 0 || err != nil {
+		return wcs, err
+	}
+	deadline := time.Now().Add(p.timeout)
+	for {
+		if p.side.Channel != nil {
+			if err := p.side.CQ.Notify(false); err != nil {
+				return nil, err
+			}
+			if wcs, err := p.Poll(); len(wcs) > 0 || err != nil {
+				return wcs, err
+			}
+			if _, err := p.side.Channel.Wait(deadline); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					return nil, p.Stalled(what, outstanding)
+				}
+				return nil, err
+			}
+		}
+		if wcs, err := p.Poll(); len(wcs) > 0 || err != nil {
+			return wcs, err
+		}
+		if time.Now().After(deadline) {
+			return nil, p.Stalled(what, outstanding)
+		}
+	}
+}
+
+// Stalled builds the error for a wait that reached its deadline: what was
+// awaited, the outstanding WR count, the QPs' states and the last
+// completion status seen.
+func (p *Poller) Stalled(what string, outstanding int) error {
+	var states []string
+	for _, qp := range p.side.QPs {
+		st, err := qp.State()
+		if err != nil {
+			states = append(states, fmt.Sprintf("QP %#x: state unknown (%v)", qp.QPN(), err))
+			continue
+		}
+		states = append(states, fmt.Sprintf("QP %#x %s", qp.QPN(), st))
+	}
+	last := "no completion seen yet"
+	if p.hasLast {
+		last = fmt.Sprintf("last completion: wr_id=%d %s %s", p.Last.ID, p.Last.Opcode, p.Last.Status)
+	}
+	return fmt.Errorf("rdmatest: deadline %v exceeded waiting for %s; %d WRs outstanding; %s; %s",
+		p.timeout, what, outstanding, strings.Join(states, ", "), last)
+}
