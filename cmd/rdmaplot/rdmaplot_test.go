@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"image/png"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/perf/benchfmt"
+)
+
+var fixtureHlogs = []string{"testdata/WriteLat_RC_size=8.hlog", "testdata/SendLat_UD_size=64.hlog"}
+
+func TestPlotFixtures(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := run(append([]string{"-o", dir, "testdata/results.txt"}, fixtureHlogs...), &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+
+	want := []string{"bandwidth", "msgrate", "latency-WriteBW_transport=RC_qd=64-2", "latency-WriteLat_transport=RC-2", "spectrum"}
+	var listed []string
+	for _, name := range want {
+		svgPath, pngPath := filepath.Join(dir, name+".svg"), filepath.Join(dir, name+".png")
+		listed = append(listed, svgPath, pngPath)
+		assertSVG(t, svgPath)
+		assertPNG(t, pngPath)
+	}
+	assert.ElementsMatch(t, listed, strings.Fields(out.String()), "printed paths")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2*len(want), "SendBW has no latency units: no chart for it")
+
+	svg, err := os.ReadFile(filepath.Join(dir, "bandwidth.svg"))
+	require.NoError(t, err)
+	for _, text := range []string{"MB/s, 1 MB = 10^6 bytes", "WriteBW/transport=RC/qd=64-2", "SendBW/transport=UD/qd=64-2", "2Ki"} {
+		assert.Contains(t, string(svg), xmlEscape(text))
+	}
+	svg, err = os.ReadFile(filepath.Join(dir, "spectrum.svg"))
+	require.NoError(t, err)
+	for _, text := range []string{"99.9%", "99.99%", "WriteLat_RC_size=8 (20000 values"} {
+		assert.Contains(t, string(svg), xmlEscape(text))
+	}
+}
+
+func xmlEscape(s string) string {
+	var b bytes.Buffer
+	_ = xml.EscapeText(&b, []byte(s)) // writes to a bytes.Buffer cannot fail
+	return b.String()
+}
+
+func assertSVG(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	root := ""
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err, "%s is not well-formed XML", path)
+		if se, ok := tok.(xml.StartElement); ok && root == "" {
+			root = se.Name.Local
+		}
+	}
+	assert.Equal(t, "svg", root, path)
+}
+
+func assertPNG(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err, path)
+	b := img.Bounds()
+	assert.Greater(t, b.Dx(), 800, path)
+	assert.Greater(t, b.Dy(), 500, path)
+}
+
+func TestSplitName(t *testing.T) {
+	tests := []struct {
+		name, family string
+		size         int64
+		ok           bool
+	}{
+		{"WriteBW/transport=RC/size=4096/qd=64/batch=1/signal=1-2", "WriteBW/transport=RC/qd=64/batch=1/signal=1-2", 4096, true},
+		{"WriteLat/transport=RC/size=8-2", "WriteLat/transport=RC-2", 8, true},
+		{"Lat/size=8", "Lat", 8, true},
+		{"Lat/size=8/size=16", "Lat/size=16", 8, true},
+		{"Lat/size=0-2", "", 0, false},
+		{"Lat/size=-8", "", 0, false},
+		{"Lat/size=4K", "", 0, false},
+		{"Lat/sizes=8", "", 0, false},
+		{"Lat-2", "", 0, false},
+	}
+	for _, tt := range tests {
+		fam, size, ok := SplitName(benchfmt.Name(tt.name))
+		assert.Equal(t, tt.ok, ok, tt.name)
+		assert.Equal(t, tt.family, fam, tt.name)
+		assert.Equal(t, tt.size, size, tt.name)
+	}
+}
+
+func TestSeriesMedianMinMax(t *testing.T) {
+	in := `BenchmarkX/size=64-2 1 1 ns/op 3 MB/s
+BenchmarkX/size=8-2 1 1 ns/op 1 MB/s
+BenchmarkX/size=8-2 1 1 ns/op 10 MB/s
+BenchmarkX/size=8-2 1 1 ns/op 2 MB/s
+BenchmarkX/size=8-2 1 1 ns/op 3 MB/s
+BenchmarkY/size=8-2 1 1 ns/op
+BenchmarkNoSize-2 1 1 ns/op 5 MB/s
+`
+	res, err := ReadResults(strings.NewReader(in), "in")
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.NoSize)
+	assert.Equal(t, []string{"X-2", "Y-2"}, res.Families())
+	series := res.Series("MB/s")
+	require.Len(t, series, 1, "Y has no MB/s")
+	assert.Equal(t, []Point{
+		{Size: 8, Median: 2.5, Min: 1, Max: 10, N: 4},
+		{Size: 64, Median: 3, Min: 3, Max: 3, N: 1},
+	}, series[0].Points)
+}
+
+func TestReadHlog(t *testing.T) {
+	s, err := ReadHlogFile(fixtureHlogs[0])
+	require.NoError(t, err)
+	assert.Equal(t, "WriteLat_RC_size=8", s.Name)
+	assert.Equal(t, int64(20000), s.Count, "4 intervals of 5000 merged")
+	require.Len(t, s.Values, len(s.Quantiles))
+	for i := 1; i < len(s.Values); i++ {
+		assert.GreaterOrEqual(t, s.Quantiles[i], s.Quantiles[i-1])
+		assert.GreaterOrEqual(t, s.Values[i], s.Values[i-1])
+	}
+	last := s.Quantiles[len(s.Quantiles)-1]
+	assert.InDelta(t, 1-1.0/20000, last, 1e-12)
+	// Median of the lognormal fixture is 30 µs.
+	for i, q := range s.Quantiles {
+		if q >= 0.5 {
+			assert.InDelta(t, 30000, s.Values[i], 1500)
+			break
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	dir := t.TempDir()
+	noSize := filepath.Join(dir, "nosize.txt")
+	require.NoError(t, os.WriteFile(noSize, []byte("BenchmarkX 1 2 ns/op\n"), 0o644))
+	onlyNs := filepath.Join(dir, "onlyns.txt")
+	require.NoError(t, os.WriteFile(onlyNs, []byte("BenchmarkX/size=8 1 2 ns/op\n"), 0o644))
+	notHlog := filepath.Join(dir, "bad.hlog")
+	require.NoError(t, os.WriteFile(notHlog, []byte("1.0,2.0,3,notbase64\n"), 0o644))
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no args", nil, 2, "usage"},
+		{"missing file", []string{"-o", dir, filepath.Join(dir, "nope.txt")}, 1, "open results"},
+		{"no size", []string{"-o", dir, noSize}, 1, "no benchmark result with a /size="},
+		{"nothing to draw", []string{"-o", dir, onlyNs}, 1, "nothing to draw"},
+		{"bad hlog", []string{"-o", dir, "testdata/results.txt", notHlog}, 1, "hlog"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			assert.Equal(t, tt.code, run(tt.args, &out, &errb))
+			assert.Contains(t, errb.String(), tt.want)
+		})
+	}
+}
+
+func TestTickLabels(t *testing.T) {
+	assert.Equal(t, "0%", percentileLabel(0))
+	assert.Equal(t, "90%", percentileLabel(1))
+	assert.Equal(t, "99%", percentileLabel(2))
+	assert.Equal(t, "99.9%", percentileLabel(3))
+	assert.Equal(t, "99.99%", percentileLabel(4))
+	assert.Equal(t, "8", byteLabel(8))
+	assert.Equal(t, "1Ki", byteLabel(1024))
+	assert.Equal(t, "4Mi", byteLabel(4<<20))
+	ticks := sizeTicks{}.Ticks(8, 1<<20)
+	assert.Len(t, ticks, 18)
+	assert.Equal(t, "8", ticks[0].Label)
+	assert.Empty(t, ticks[1].Label, "every other tick unlabelled when crowded")
+}
+
+func TestLinearTicks(t *testing.T) {
+	ticks := linearTicks{}.Ticks(0, 1.7)
+	var labels []string
+	for _, tk := range ticks {
+		labels = append(labels, tk.Label)
+	}
+	assert.Equal(t, []string{"0", "0.2", "0.4", "0.6", "0.8", "1", "1.2", "1.4", "1.6"}, labels)
+	assert.Len(t, linearTicks{}.Ticks(0, 16900), 9) // 0, 2000, ... 16000
+	assert.Len(t, linearTicks{}.Ticks(3, 3), 1)
+}
