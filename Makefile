@@ -1,0 +1,83 @@
+# rdmabench — everything a fresh Debian/Ubuntu machine needs:
+#   make bench   run the benchmark suite (results/ gets the output)
+#   make test    run the tests: host unit tests, then the device tests on
+#                a real RDMA device (native, rxe, or the qemu guest)
+SHELL := /bin/bash
+export PATH := $(PATH):/usr/local/go/bin
+
+# Debian packages the project uses: qemu and Debian's kernel for the VM
+# fallback, busybox for its initramfs, rdma-core for verbs, perftest for
+# calibration, iproute2 for the rdma tool.
+APT_PACKAGES := qemu-system-x86 linux-image-amd64 busybox-static rdma-core ibverbs-providers \
+	ibverbs-utils libibverbs-dev librdmacm-dev perftest iproute2 gcc make
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+RXEVM := .cache/rxevm
+RXEVM_FLAGS ?=
+COUNT ?= 6
+BENCHTIME ?= 0.5s
+BENCH ?= .
+BENCHARGS ?=
+STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
+
+.PHONY: all deps build test unit devtest vmtest fuzz bench compare plots calibrate clean
+
+all: build
+
+deps: .cache/deps.stamp
+.cache/deps.stamp:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing $$missing"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@command -v go >/dev/null || { echo "make deps: Go is not installed (https://go.dev/dl, Go >= 1.26)"; exit 1; }
+	go mod download
+	@mkdir -p .cache && touch $@
+
+build: deps
+	go build ./...
+	go build -o $(RXEVM) ./loopback/cmd/rxevm
+
+# The tests: static checks and unit tests on the host, the VM failure
+# tests of the loopback package, brief fuzzing, then every device test and
+# the benchmark suite in -short form on a real device in one session.
+test: build
+	bash ci/test.sh
+
+# make bench: the default matrix, COUNT runs each, on the default device
+# (real HCA, else rxe, else the qemu guest). Output streams and is kept in
+# results/bench-<time>.txt with HdrHistogram logs beside it.
+bench: build
+	@mkdir -p results
+	go test -c -o .cache/bench.test ./bench_test
+	@echo "make bench: writing results/bench-$(STAMP).txt"
+	set -o pipefail; cd bench_test && ../$(RXEVM) $(RXEVM_FLAGS) -- ../.cache/bench.test -test.run '^$$' \
+		-test.bench '$(BENCH)' -test.count $(COUNT) -test.benchtime $(BENCHTIME) \
+		-rdma.hlog ../results/bench-$(STAMP)-hlog $(BENCHARGS) | tee ../results/bench-$(STAMP).txt
+	@echo; echo "make bench: results in results/bench-$(STAMP).txt (histograms in results/bench-$(STAMP)-hlog/)"
+	go run golang.org/x/perf/cmd/benchstat -filter '.unit:(MB/s OR msgs/s OR p50-ns OR p99-ns OR p99.9-ns)' \
+		-col .unit results/bench-$(STAMP).txt
+
+# make compare OLD=<ref|file> NEW=<ref|file>: interleaved A/B runs in one
+# device session, then the regression gate.
+OLD ?= HEAD
+NEW ?= HEAD
+compare: build
+	BENCH='$(BENCH)' COUNT='$(COUNT)' BENCHTIME='$(BENCHTIME)' GATEFLAGS='$(GATEFLAGS)' bash ci/compare.sh '$(OLD)' '$(NEW)'
+
+# make plots RESULTS=results/bench-….txt: SVG and PNG charts next to it.
+RESULTS ?= $(lastword $(sort $(wildcard results/bench-*.txt)))
+plots:
+	@test -n "$(RESULTS)" || { echo "make plots: no RESULTS file (run make bench first)"; exit 2; }
+	go run ./cmd/rdmaplot -o $(basename $(RESULTS))-plots $(RESULTS) $(wildcard $(basename $(RESULTS))-hlog/*.hlog)
+
+# make calibrate: perftest and the matching rdmabench benchmarks on the
+# same device in one session, side by side (see ci/calibrate.sh).
+calibrate: build
+	go test -c -o .cache/bench.test ./bench_test
+	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/calibrate.sh
+
+clean:
+	rm -rf .cache

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# ci/devtests.sh PKG... — runs the prebuilt test binaries .cache/testbin/PKG.test
+# on the RDMA device of this session (natively, or inside the qemu guest
+# started by rxevm: one boot for all of them). RDMA_REQUIRE=1 makes a test
+# that cannot get a device fail instead of skipping.
+set -uo pipefail
+export RDMA_REQUIRE=1
+root=$(pwd)
+status=0
+for p in "$@"; do
+	bin=$root/.cache/testbin/$p.test
+	echo "=== device tests: $p"
+	# Tests run in their package directory, as with go test.
+	(cd "$root/$p" && "$bin" -test.count 1 -test.timeout 10m -test.v -rdma.timeout 10s 2>&1) |
+		grep -E '^(=== RUN|--- |\s+--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
+	rc=${PIPESTATUS[0]}
+	if [[ $p == bench_test ]]; then
+		echo "=== benchmarks (-short smoke run): $p"
+		(cd "$root/$p" && "$bin" -test.run '^$' -test.bench . -test.short -test.benchtime 100x \
+			-test.timeout 10m -rdma.timeout 10s 2>&1)
+		rc2=$?
+		((rc == 0)) && rc=$rc2
+	fi
+	if ((rc != 0)); then
+		echo "FAIL: device tests of $p (exit $rc)"
+		status=1
+	else
+		echo "ok: device tests of $p"
+	fi
+done
+exit $status

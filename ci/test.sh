@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# ci/test.sh — what `make test` runs (see the Makefile). Fails on the
+# first failing step; every step has a bounded run time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step() { printf '\n=== %s\n' "$*"; }
+
+step "static checks: gofmt, go vet (cgo and CGO_ENABLED=0), build without cgo"
+bad=$(gofmt -l . | grep -v '^\.cache/' || true)
+if [[ -n $bad ]]; then echo "gofmt would change: $bad"; exit 1; fi
+go vet ./...
+CGO_ENABLED=0 go build ./...
+CGO_ENABLED=0 go vet ./...
+
+step "unit tests on the host (device tests skip here; they run on a device below)"
+RDMA_REQUIRE=0 CI= go test -count=1 -timeout 10m ./...
+
+step "VM failure tests of the loopback runner"
+RDMA_VM_TESTS=1 go test -count=1 -timeout 15m -run VM -v ./loopback/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)' 
+
+step "brief fuzzing of every parser of outside input"
+for t in ./rdmatest:FuzzParseSizes ./ci/gate:FuzzGate ./cmd/rdmaplot:FuzzReadResults; do
+	pkg=${t%%:*} name=${t##*:}
+	go test -count=1 -run '^$' -fuzz "^${name}\$" -fuzztime 5s -fuzzminimizetime 2s "$pkg"
+done
+
+step "device tests and the benchmark suite (-short) on a real RDMA device"
+mkdir -p .cache/testbin
+pkgs=(verbs rdmatest bench_test)
+for p in "${pkgs[@]}"; do
+	go test -c -o ".cache/testbin/$p.test" "./$p"
+done
+RDMA_REQUIRE=1 .cache/rxevm -timeout 20m -- bash ci/devtests.sh "${pkgs[@]}"
