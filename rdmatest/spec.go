@@ -76,11 +76,27 @@ func (s *Spec) isSend() bool   { return s.Op == verbs.OpSend || s.Op == verbs.Op
 // side (SEND and RDMA WRITE with immediate).
 func (s *Spec) consumesRecv() bool { return s.isSend() || s.Op == verbs.OpWriteImm }
 
-// Check validates s against d before anything is created. Malformed
-// values (negative or zero counts, batch above depth…) are plain errors
-// naming the value and the limit; combinations the verb, transport or
-// device cannot do are *Unsupported.
-func (s Spec) Check(d *Dev, streaming bool) error {
+// Limits are the device facts a Spec is checked against.
+type Limits struct {
+	Device   string
+	Attr     verbs.DeviceAttr
+	Port     int
+	PortAttr verbs.PortAttr
+}
+
+// Limits returns d's limits.
+func (d *Dev) Limits() Limits {
+	return Limits{Device: d.Name(), Attr: d.Attr(), Port: d.Port, PortAttr: d.PortAttr}
+}
+
+// Check validates s against d before anything is created: see CheckLimits.
+func (s Spec) Check(d *Dev, streaming bool) error { return s.CheckLimits(d.Limits(), streaming) }
+
+// CheckLimits validates s against a device's limits. Malformed values
+// (negative or zero counts, batch above depth…) are plain errors naming
+// the value and the limit; combinations the verb, transport or device
+// cannot do are *Unsupported.
+func (s Spec) CheckLimits(d Limits, streaming bool) error {
 	s.defaults()
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("rdmatest: "+format, a...)) }
@@ -110,15 +126,15 @@ func (s Spec) Check(d *Dev, streaming bool) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	a := d.Attr()
+	a := d.Attr
 	if s.QD > a.MaxQPWR {
-		return fmt.Errorf("rdmatest: qd %d exceeds %s's max_qp_wr %d", s.QD, d.Name(), a.MaxQPWR)
+		return fmt.Errorf("rdmatest: qd %d exceeds %s's max_qp_wr %d", s.QD, d.Device, a.MaxQPWR)
 	}
 	if s.QPs > a.MaxQP/2 {
-		return fmt.Errorf("rdmatest: qps %d needs %d QPs (two sides), above %s's max_qp %d", s.QPs, 2*s.QPs, d.Name(), a.MaxQP)
+		return fmt.Errorf("rdmatest: qps %d needs %d QPs (two sides), above %s's max_qp %d", s.QPs, 2*s.QPs, d.Device, a.MaxQP)
 	}
 	if max := d.PortAttr.MaxMsgSize; uint64(s.Size) > uint64(max) {
-		return unsupported("size %d exceeds %s port %d max_msg_sz %d", s.Size, d.Name(), d.Port, max)
+		return unsupported("size %d exceeds %s port %d max_msg_sz %d", s.Size, d.Device, d.Port, max)
 	}
 	switch s.Transport {
 	case verbs.TransportUC:
@@ -135,7 +151,7 @@ func (s Spec) Check(d *Dev, streaming bool) error {
 	}
 	if s.isAtomic() {
 		if a.AtomicCap == verbs.AtomicNone {
-			return unsupported("%s has no atomic support", d.Name())
+			return unsupported("%s has no atomic support", d.Device)
 		}
 		if s.Size != 8 {
 			return fmt.Errorf("rdmatest: atomic operations move exactly 8 bytes, not %d", s.Size)
@@ -146,7 +162,7 @@ func (s Spec) Check(d *Dev, streaming bool) error {
 			return unsupported("inline does not apply to %s (no outgoing payload)", s.Op)
 		}
 		if s.Size > a.MaxInline {
-			return unsupported("inline size %d exceeds %s's max_inline_data %d", s.Size, d.Name(), a.MaxInline)
+			return unsupported("inline size %d exceeds %s's max_inline_data %d", s.Size, d.Device, a.MaxInline)
 		}
 	}
 	if s.SRQ && !s.consumesRecv() {

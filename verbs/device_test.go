@@ -3,8 +3,6 @@ package verbs_test
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -14,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -23,51 +22,16 @@ import (
 
 const waitTimeout = 5 * time.Second // every wait for a completion gives up after this
 
-// deviceName applies the device selection policy: $RDMA_DEVICE, else the
-// first device; without a device the test is skipped, unless CI=true or
-// RDMA_REQUIRE=1, where it fails.
-func deviceName(tb testing.TB) string {
-	tb.Helper()
-	devs, err := verbs.Devices()
-	if err != nil && !errors.Is(err, verbs.ErrNotSupported) {
-		tb.Fatalf("listing RDMA devices: %v", err)
-	}
-	name := os.Getenv("RDMA_DEVICE")
-	if name == "" && len(devs) > 0 {
-		name = devs[0].Name
-	}
-	if name == "" {
-		msg := fmt.Sprintf("no RDMA device (Devices: %v, err: %v)", devs, err)
-		if os.Getenv("CI") == "true" || os.Getenv("RDMA_REQUIRE") == "1" {
-			tb.Fatal(msg + "; a device is required because CI=true or RDMA_REQUIRE=1")
-		}
-		tb.Skip(msg)
-	}
-	return name
-}
-
-// checkLeaks fails the test if verbs objects are still open when it ends.
-// Register it first so it runs after every other cleanup.
-func checkLeaks(tb testing.TB) {
-	tb.Cleanup(func() {
-		for _, o := range verbs.Live() {
-			tb.Errorf("leaked verbs object: %s", o)
-		}
-	})
-}
-
 // closeLater closes c when the test ends (cleanups run in reverse order).
 func closeLater(tb testing.TB, c interface{ Close() error }) {
 	tb.Cleanup(func() { assert.NoError(tb, c.Close(), "closing %T", c) })
 }
 
+// openDevice opens the test device with rdmatest's policy (skip without
+// a device, fail when one is required) and its leak check.
 func openDevice(tb testing.TB) *verbs.Device {
 	tb.Helper()
-	checkLeaks(tb)
-	d, err := verbs.Open(deviceName(tb))
-	require.NoError(tb, err)
-	closeLater(tb, d)
-	return d
+	return rdmatest.Device(tb).Device
 }
 
 type side struct {
@@ -201,7 +165,7 @@ func sendWR(id uint64, op verbs.Opcode, s side, off, n int) verbs.SendWR {
 }
 
 func TestOpenUnknownDevice(t *testing.T) {
-	name := deviceName(t)
+	name := openDevice(t).Name()
 	_, err := verbs.Open("mlx9")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `device "mlx9" not found (present: `)
