@@ -23,6 +23,7 @@ const (
 	HasDevice
 )
 
+// String names the kind in one word, as rxevm prints it.
 func (k Kind) String() string {
 	switch k {
 	case HasDevice:

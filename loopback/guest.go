@@ -9,6 +9,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -36,7 +38,8 @@ func MaybeGuest() {
 	}
 	code, err := guestMain(os.Args[2])
 	if err != nil {
-		fmt.Printf("%s%v\n", markerFatal, err)
+		// The host prefixes its own "loopback: guest failed: ".
+		fmt.Printf("%s%s\n", markerFatal, strings.TrimPrefix(err.Error(), "loopback: "))
 	} else {
 		fmt.Printf("%s%d\n", markerExit, code)
 	}
@@ -51,7 +54,7 @@ func MaybeGuest() {
 func guestMain(jobPath string) (int, error) {
 	b, err := os.ReadFile(jobPath)
 	if err != nil {
-		return -1, err
+		return -1, fmt.Errorf("reading the job: %w", err)
 	}
 	var job Job
 	if err := json.Unmarshal(b, &job); err != nil {
@@ -91,15 +94,33 @@ func guestMain(jobPath string) (int, error) {
 	cmd.Dir, cmd.Env = job.Dir, job.Env
 	cmd.Stdout, cmd.Stderr = out, out
 	err = cmd.Run()
+	code := exitCode(err)
+	if code == 127 {
+		fmt.Fprintf(out, "rxevm: %v\n", err)
+	}
+	// Wait until the UART has sent everything: the exit marker goes out
+	// on the other line, and the host must not see it before the output.
+	if err := unix.IoctlSetInt(int(out.Fd()), unix.TCSBRK, 1); err != nil {
+		return -1, fmt.Errorf("draining the output line: %w", err)
+	}
+	return code, nil
+}
+
+// exitCode is the status a shell would report for a command that ended
+// with err: its exit code, 128+N when signal N killed it, 127 when it did
+// not start.
+func exitCode(err error) int {
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
-		return 0, nil
+		return 0
 	case errors.As(err, &exit):
-		return exit.ExitCode(), nil
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return exit.ExitCode()
 	default:
-		fmt.Fprintf(out, "rxevm: %v\n", err)
-		return 127, nil
+		return 127
 	}
 }
 

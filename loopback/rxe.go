@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -45,7 +46,14 @@ func EnsureRxe(name, netdev string) (*Rxe, error) {
 		return nil, fmt.Errorf("loopback: network interface %q for rxe: %w", netdev, err)
 	}
 	if err := netlink.RdmaLinkAdd(name, "rxe", netdev); err != nil {
-		return nil, fmt.Errorf("loopback: rdma link add %s type rxe netdev %s: %w", name, netdev, err)
+		hint := ""
+		if errors.Is(err, syscall.ENOENT) {
+			// rxe computes its ICRC with the kernel's crc32 crypto
+			// transform; where that is a module nobody loaded, the link
+			// fails with ENOENT.
+			hint = " (is the crc32 crypto transform available? try: modprobe crc32_generic)"
+		}
+		return nil, fmt.Errorf("loopback: rdma link add %s type rxe netdev %s: %w%s", name, netdev, err, hint)
 	}
 	return &Rxe{Name: name, Netdev: netdev, Created: true}, nil
 }

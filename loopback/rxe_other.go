@@ -9,8 +9,12 @@ import (
 
 // Rxe is a Soft-RoCE device on a network interface (Linux only).
 type Rxe struct {
-	Name, Netdev string
-	Created      bool
+	// Name is the RDMA device name, e.g. "rxe0".
+	Name string
+	// Netdev is the network interface it runs on.
+	Netdev string
+	// Created tells whether EnsureRxe made the link.
+	Created bool
 }
 
 // EnsureRxe is available on Linux only.

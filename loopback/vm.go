@@ -3,7 +3,9 @@ package loopback
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,18 +54,23 @@ type VM struct {
 	Kernel string
 	// Modules is the kernel's module tree, /lib/modules/<release>.
 	Modules string
+	// LoadModules are the modules the guest loads, in order; nil means
+	// [GuestModules]. Each must be an uncompressed .ko file under Modules.
+	LoadModules []string
 	// Busybox is a statically linked busybox for the initramfs.
 	Busybox string
-	// Agent is a binary whose main calls [GuestMain] when its first
-	// argument is [GuestArg]: the guest side of the runner (rxevm itself).
+	// Agent is a binary whose main calls [MaybeGuest] first: the guest
+	// side of the runner (rxevm itself). It runs inside the host root, so
+	// it may be linked dynamically.
 	Agent string
 	// Share is a host directory mounted read-write in the guest at the same
 	// path (results, test binaries); the rest of the host is read-only.
+	// Empty means none.
 	Share string
-	// MemoryMiB and CPUs size the guest.
+	// MemoryMiB and CPUs size the guest; zero means 2048 MiB and 2 vCPUs.
 	MemoryMiB, CPUs int
 	// Timeout bounds the whole run, boot included. The guest is killed when
-	// it is exceeded.
+	// it is exceeded. Zero means 30 minutes.
 	Timeout time.Duration
 	// KVM uses hardware virtualisation (when /dev/kvm is usable).
 	KVM bool
@@ -80,18 +87,44 @@ func NewVM() (*VM, error) {
 	if err != nil {
 		return nil, err
 	}
-	vm := &VM{Kernel: kernel, Modules: modules, MemoryMiB: 2048, CPUs: 2, Timeout: 30 * time.Minute}
+	vm := &VM{Kernel: kernel, Modules: modules, MemoryMiB: defaultMemoryMiB, CPUs: defaultCPUs, Timeout: defaultTimeout}
 	if vm.Qemu, err = exec.LookPath("qemu-system-x86_64"); err != nil {
 		return nil, fmt.Errorf("loopback: qemu-system-x86_64 not found (apt-get install qemu-system-x86): %w", err)
 	}
 	if vm.Busybox, err = exec.LookPath("busybox"); err != nil {
 		return nil, fmt.Errorf("loopback: busybox not found (apt-get install busybox-static): %w", err)
 	}
+	if err := checkStatic(vm.Busybox); err != nil {
+		return nil, err
+	}
 	if vm.Agent, err = os.Executable(); err != nil {
 		return nil, fmt.Errorf("loopback: locating the agent binary: %w", err)
 	}
 	vm.KVM = kvmUsable("/dev/kvm", "/proc/cpuinfo")
 	return vm, nil
+}
+
+// Defaults for the zero values of VM's fields.
+const (
+	defaultMemoryMiB = 2048
+	defaultCPUs      = 2
+	defaultTimeout   = 30 * time.Minute
+)
+
+// checkStatic fails when the ELF binary at p needs a dynamic loader: the
+// initramfs has no libraries, so a dynamic busybox cannot run as /init.
+func checkStatic(p string) error {
+	f, err := elf.Open(p)
+	if err != nil {
+		return fmt.Errorf("loopback: busybox: %w", err)
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return fmt.Errorf("loopback: %s is linked dynamically; the guest needs a static busybox (apt-get install busybox-static)", p)
+		}
+	}
+	return nil
 }
 
 // kvmUsable tells whether hardware virtualisation works: /dev/kvm opens
@@ -122,10 +155,11 @@ func kvmUsable(dev, cpuinfo string) bool {
 }
 
 // FindKernel picks the newest vmlinuz-<release> in boot whose module tree
-// lib/<release> contains rdma_rxe.
+// lib/<release> contains rdma_rxe. Releases compare as versions: runs of
+// digits by their numeric value, so 6.1.0-10 is newer than 6.1.0-9.
 func FindKernel(boot, lib string) (kernel, modules string, err error) {
 	images, _ := filepath.Glob(filepath.Join(boot, "vmlinuz-*"))
-	sort.Sort(sort.Reverse(sort.StringSlice(images)))
+	slices.SortFunc(images, func(a, b string) int { return compareVersions(b, a) })
 	var tried []string
 	for _, img := range images {
 		rel := strings.TrimPrefix(filepath.Base(img), "vmlinuz-")
@@ -141,6 +175,38 @@ func FindKernel(boot, lib string) (kernel, modules string, err error) {
 	return "", "", fmt.Errorf("loopback: no kernel in %s ships rdma_rxe (tried %s)", boot, strings.Join(tried, ", "))
 }
 
+// versionChunk is a run of digits or a run of anything else.
+var versionChunk = regexp.MustCompile(`[0-9]+|[^0-9]+`)
+
+// compareVersions orders a and b like strings, except that runs of digits
+// compare by their numeric value.
+func compareVersions(a, b string) int {
+	ca, cb := versionChunk.FindAllString(a, -1), versionChunk.FindAllString(b, -1)
+	for i := 0; i < len(ca) && i < len(cb); i++ {
+		x, y := ca[i], cb[i]
+		if isDigit(x[0]) && isDigit(y[0]) {
+			x, y = strings.TrimLeft(x, "0"), strings.TrimLeft(y, "0")
+			if c := cmp.Compare(len(x), len(y)); c != 0 {
+				return c
+			}
+		}
+		if c := strings.Compare(x, y); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(ca), len(cb))
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// modules returns the modules the guest loads, in order.
+func (vm *VM) modules() []string {
+	if vm.LoadModules != nil {
+		return vm.LoadModules
+	}
+	return GuestModules
+}
+
 // Initramfs builds the guest's initramfs for job.
 func (vm *VM) Initramfs(job Job) ([]byte, error) {
 	a := newArchive()
@@ -152,7 +218,7 @@ func (vm *VM) Initramfs(job Job) ([]byte, error) {
 		return nil, err
 	}
 	var list bytes.Buffer
-	for _, m := range GuestModules {
+	for _, m := range vm.modules() {
 		p, err := findModule(vm.Modules, m)
 		if err != nil {
 			return nil, err
@@ -211,6 +277,7 @@ mount -t sysfs sys /newroot/sys || fatal "cannot mount /sys"
 mount -t devtmpfs dev /newroot/dev || fatal "cannot mount /dev"
 share=$(cat /share.path)
 if [ -n "$share" ]; then
+  mkdir -p "/newroot$share" 2>/dev/null # a share under /tmp is on the new tmpfs
   mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share "/newroot$share" || fatal "cannot mount the share $share read-write"
 fi
 cp /agent /newroot/tmp/rdmabench-agent && cp /job.json /newroot/tmp/rdmabench-job.json || fatal "cannot copy the agent"
@@ -227,33 +294,50 @@ func (vm *VM) QemuArgs(initrd string, consoleFD, outputFD int) []string {
 	if vm.KVM {
 		accel, cpu = "kvm", "host"
 	}
+	mem, cpus := vm.MemoryMiB, vm.CPUs
+	if mem <= 0 {
+		mem = defaultMemoryMiB
+	}
+	if cpus <= 0 {
+		cpus = defaultCPUs
+	}
 	args := []string{
 		"-accel", accel, "-cpu", cpu,
-		"-m", strconv.Itoa(vm.MemoryMiB), "-smp", strconv.Itoa(vm.CPUs),
+		"-m", strconv.Itoa(mem), "-smp", strconv.Itoa(cpus),
 		"-nodefaults", "-display", "none", "-no-reboot", "-nic", "none",
 		"-kernel", vm.Kernel, "-initrd", initrd,
 		// Keep the command line short: a long one panics the kernel
 		// ("Too many boot init vars"); the job travels in the initramfs.
-		"-append", "console=ttyS0 quiet panic=-1",
+		"-append", kernelCmdline,
 		"-serial", fmt.Sprintf("file:/proc/self/fd/%d", consoleFD),
 		"-serial", fmt.Sprintf("file:/proc/self/fd/%d", outputFD),
 		"-fsdev", "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap",
 		"-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
 	}
 	if vm.Share != "" {
+		// qemu's option syntax escapes a comma in a value by doubling it.
+		share := strings.ReplaceAll(vm.Share, ",", ",,")
 		args = append(args,
-			"-fsdev", "local,id=share,path="+vm.Share+",security_model=none,multidevs=remap",
+			"-fsdev", "local,id=share,path="+share+",security_model=none,multidevs=remap",
 			"-device", "virtio-9p-pci,fsdev=share,mount_tag=share")
 	}
 	return args
 }
 
+// kernelCmdline is the guest kernel's command line.
+const kernelCmdline = "console=ttyS0 quiet panic=-1"
+
 // Run boots the guest, runs job in it with its output (stdout and stderr
-// together) streamed to out, and returns the command's exit status. The
-// error is non-nil when the guest failed rather than the command: a module
-// that did not load, a kernel panic, a device that did not come up, a
-// deadline exceeded, qemu failing to start.
+// together) streamed to out, and returns the command's exit status (128+N
+// when a signal N killed it). The error is non-nil when the guest failed
+// rather than the command: a module that did not load, a kernel panic, a
+// device that did not come up, a deadline exceeded, qemu failing to start,
+// or out failing to take the output. A nil out discards the output. qemu
+// never outlives Run.
 func (vm *VM) Run(ctx context.Context, job Job, out io.Writer) (int, error) {
+	if out == nil {
+		out = io.Discard
+	}
 	tmp, err := os.MkdirTemp("", "rdmabench-vm-")
 	if err != nil {
 		return -1, fmt.Errorf("loopback: %w", err)
@@ -272,33 +356,47 @@ func (vm *VM) Run(ctx context.Context, job Job, out io.Writer) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("loopback: %w", err)
 	}
+	defer consoleR.Close()
 	outR, outW, err := os.Pipe()
 	if err != nil {
+		consoleW.Close()
 		return -1, fmt.Errorf("loopback: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, vm.Timeout)
+	defer outR.Close()
+
+	timeout := vm.Timeout
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	limit, _ := ctx.Deadline() // the caller's deadline when it is sooner
 	cmd := exec.CommandContext(ctx, vm.Qemu, vm.QemuArgs(initrd, 3, 4)...)
 	cmd.ExtraFiles = []*os.File{consoleW, outW}
 	var qemuOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &qemuOut, &qemuOut
 	cmd.WaitDelay = 5 * time.Second
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		consoleR.Close()
-		outR.Close()
-		return -1, fmt.Errorf("loopback: starting qemu: %w", err)
-	}
+	err = cmd.Start()
+	// qemu holds its own copies; ours must go so that the readers see EOF.
 	consoleW.Close()
 	outW.Close()
+	if err != nil {
+		return -1, fmt.Errorf("loopback: starting qemu: %w", err)
+	}
 
+	// Both readers drain their pipe to the end whatever happens to the
+	// lines or to out: a reader that stopped would leave qemu blocked on a
+	// full pipe until the deadline.
 	var wg sync.WaitGroup
 	console := &consoleLog{}
+	var outErr error
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		sc := bufio.NewScanner(consoleR)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		sc.Buffer(make([]byte, 64<<10), maxConsoleLine)
+		sc.Split(splitLines)
 		for sc.Scan() {
 			line := strings.TrimRight(sc.Text(), "\r")
 			console.add(line)
@@ -306,27 +404,48 @@ func (vm *VM) Run(ctx context.Context, job Job, out io.Writer) (int, error) {
 				fmt.Fprintln(vm.Console, line)
 			}
 		}
-		consoleR.Close()
+		if err := sc.Err(); err != nil {
+			console.add(fmt.Sprintf("[rdmabench: console unreadable from here on: %v]", err))
+		}
+		io.Copy(io.Discard, consoleR)
 	}()
 	go func() {
 		defer wg.Done()
-		io.Copy(crStripper{out}, outR)
-		outR.Close()
+		if _, err := io.Copy(out, outR); err != nil {
+			outErr = err
+			io.Copy(io.Discard, outR)
+		}
 	}()
 	waitErr := cmd.Wait()
-	wg.Wait()
-	return console.verdict(ctx.Err(), waitErr, time.Since(start), vm.Timeout, qemuOut.String())
+	// The pipes reach EOF when qemu exits, unless a process it started
+	// still holds them: then stop reading after a grace period.
+	readers := make(chan struct{})
+	go func() { wg.Wait(); close(readers) }()
+	select {
+	case <-readers:
+	case <-time.After(cmd.WaitDelay):
+		consoleR.Close()
+		outR.Close()
+		<-readers
+	}
+	code, err := console.verdict(ctx.Err(), waitErr, time.Since(start), limit.Sub(start), qemuOut.String())
+	if err == nil && outErr != nil {
+		return code, fmt.Errorf("loopback: passing on the guest's output: %w", outErr)
+	}
+	return code, err
 }
 
-// crStripper drops the carriage returns a serial line adds.
-type crStripper struct{ w io.Writer }
+// maxConsoleLine is where a console line without a newline is cut.
+const maxConsoleLine = 1 << 20
 
-func (c crStripper) Write(p []byte) (int, error) {
-	if bytes.IndexByte(p, '\r') < 0 {
-		return c.w.Write(p)
+// splitLines is [bufio.ScanLines], except that a line longer than
+// maxConsoleLine comes out in pieces instead of stopping the scanner.
+func splitLines(data []byte, atEOF bool) (int, []byte, error) {
+	advance, token, err := bufio.ScanLines(data, atEOF)
+	if advance == 0 && err == nil && len(data) >= maxConsoleLine {
+		return maxConsoleLine, data[:maxConsoleLine], nil
 	}
-	_, err := c.w.Write(bytes.ReplaceAll(p, []byte("\r\n"), []byte("\n")))
-	return len(p), err
+	return advance, token, err
 }
 
 // consoleLog keeps the guest console's lines.
@@ -341,9 +460,19 @@ func (c *consoleLog) add(l string) {
 	c.mu.Unlock()
 }
 
-var panicRE = regexp.MustCompile(`Kernel panic - not syncing.*`)
+var (
+	panicRE = regexp.MustCompile(`Kernel panic - not syncing.*`)
+	exitRE  = regexp.MustCompile(markerExit + `(-?[0-9]+)`)
+)
 
 // verdict turns what the console showed into an exit status or an error.
+// ctxErr is the run's context error, waitErr qemu's exit, took how long
+// qemu ran and limit its deadline, both from its start.
+//
+// In order: a FATAL marker or a kernel panic fails the run; then an exit
+// marker gives the command's status (even when qemu was killed afterwards,
+// e.g. hung on the way down); then the deadline or the caller's
+// cancellation; anything else is a guest that stopped without a word.
 func (c *consoleLog) verdict(ctxErr, waitErr error, took, limit time.Duration, qemuOut string) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -362,20 +491,20 @@ func (c *consoleLog) verdict(ctxErr, waitErr error, took, limit time.Duration, q
 			return -1, fmt.Errorf("loopback: guest kernel panic: %s%s", m, tail())
 		}
 	}
-	if errors.Is(ctxErr, context.DeadlineExceeded) {
-		return -1, fmt.Errorf("loopback: the guest was killed after %s: it exceeded its deadline of %s (the command or the guest hung)%s", took.Round(time.Second), limit, tail())
-	}
-	if ctxErr != nil {
-		return -1, fmt.Errorf("loopback: the guest was stopped: %w", ctxErr)
-	}
 	for i := len(c.lines) - 1; i >= 0; i-- {
-		if j := strings.Index(c.lines[i], markerExit); j >= 0 {
-			code, err := strconv.Atoi(strings.TrimSpace(c.lines[i][j+len(markerExit):]))
+		if m := exitRE.FindStringSubmatch(c.lines[i]); m != nil {
+			code, err := strconv.Atoi(m[1])
 			if err != nil {
-				return -1, fmt.Errorf("loopback: malformed exit marker %q", c.lines[i])
+				return -1, fmt.Errorf("loopback: malformed exit marker %q: %w", c.lines[i], err)
 			}
 			return code, nil
 		}
+	}
+	if errors.Is(ctxErr, context.DeadlineExceeded) {
+		return -1, fmt.Errorf("loopback: the guest was killed after %s: it exceeded its deadline of %s (the command or the guest hung)%s", took.Round(time.Second), limit.Round(time.Second), tail())
+	}
+	if ctxErr != nil {
+		return -1, fmt.Errorf("loopback: the guest was stopped: %w", ctxErr)
 	}
 	msg := strings.TrimSpace(qemuOut)
 	if waitErr != nil {
