@@ -14,6 +14,17 @@ for p in "$@"; do
 	(cd "$root/$p" && "$bin" -test.count 1 -test.timeout 10m -test.v -rdma.timeout 10s 2>&1) |
 		grep -E '^(=== RUN|--- |\s+--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
 	rc=${PIPESTATUS[0]}
+	if [[ $p == verbs ]]; then
+		echo "=== benchmark of the post/poll path (must report 0 allocs/op): $p"
+		out=$(cd "$root/$p" && "$bin" -test.run '^$' -test.bench PostPoll -test.benchtime 500x -test.timeout 5m 2>&1)
+		rc2=$?
+		echo "$out"
+		if ((rc2 == 0)) && ! grep -Eq '^BenchmarkPostPoll.* 0 B/op +0 allocs/op' <<<"$out"; then
+			echo "FAIL: BenchmarkPostPoll allocates"
+			rc2=1
+		fi
+		((rc == 0)) && rc=$rc2
+	fi
 	if [[ $p == bench_test ]]; then
 		echo "=== benchmarks (-short smoke run): $p"
 		(cd "$root/$p" && "$bin" -test.run '^$' -test.bench . -test.short -test.benchtime 100x \

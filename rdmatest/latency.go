@@ -85,6 +85,7 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	if _, err := iter(); err != nil {
 		b.Fatal(err)
 	}
+	before := readCounters(b, d)
 	b.SetBytes(int64(s.Size))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -102,6 +103,36 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	}
 	ReportLatency(b, rec)
 	ReportRate(b, b.N)
+	reportCounters(b, d, before)
+}
+
+// readCounters reads the port's counters before a run (nil when the
+// device has none; the run goes on without counter deltas).
+func readCounters(b *testing.B, d *Dev) Counters {
+	c, err := ReadCounters(d.Name(), d.Port)
+	if err != nil {
+		b.Logf("rdmatest: no port counters: %v", err)
+		return nil
+	}
+	return c
+}
+
+// reportCounters reports the counters that moved during the run (see
+// ReportCounters), so that a fast run with retransmissions shows them.
+func reportCounters(b *testing.B, d *Dev, before Counters) {
+	if before == nil {
+		return
+	}
+	after, err := ReadCounters(d.Name(), d.Port)
+	if err != nil {
+		b.Errorf("rdmatest: reading port counters after the run: %v", err)
+		return
+	}
+	delta, err := Delta(before, after)
+	if err != nil {
+		b.Errorf("rdmatest: %v", err)
+	}
+	ReportCounters(b, delta)
 }
 
 // roundTrip: post one READ or atomic, wait for its completion; the sample

@@ -67,6 +67,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		b.Fatal(err)
 	}
 
+	before := readCounters(b, d)
 	b.SetBytes(int64(s.Size))
 	b.ReportAllocs()
 	pending, rr := 0, 0
@@ -92,6 +93,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	}
 	ReportLatency(b, st.rec)
 	ReportRate(b, b.N)
+	reportCounters(b, d, before)
 }
 
 func newStream(s *Spec, p *Pair, timeout time.Duration) *stream {
