@@ -40,9 +40,20 @@ perftest() {
 # starts with the message size); columns vary by version and mode, so
 # fields are picked by header name.
 col() { # col FILE HEADER-REGEX: value of the column whose header matches
+	# Header names may contain one space ("BW average[MiB/sec]", "99%
+	# percentile[usec]"): a word without '[' that does not start with '#'
+	# is joined to the next one.
 	awk -v re="$2" '
-		/^ *#bytes/ { for (i = 1; i <= NF; i++) h[i] = $i; hdr = 1; next }
-		hdr && $1 ~ /^[0-9]+$/ { n = 0; for (i = 1; i <= NF; i++) if (h[i] ~ re) { print $i; exit } }
+		/^ *#bytes/ {
+			n = 0
+			for (i = 1; i <= NF; i++) {
+				w = $i
+				while (w !~ /\[/ && w !~ /^#/ && i < NF) { i++; w = w " " $i }
+				h[++n] = w
+			}
+			hdr = 1; next
+		}
+		hdr && $1 ~ /^[0-9]+$/ { for (i = 1; i <= n; i++) if (h[i] ~ re) { print $i; exit } }
 	' "$1"
 }
 
@@ -62,7 +73,7 @@ bmed() {
 
 wl_pt=$(col "$out/ib_write_lat.client" 't_typical'); wl_rb=$(bmed WriteLat p50-ns)
 rl_pt=$(col "$out/ib_read_lat.client" 't_typical'); rl_rb=$(bmed ReadLat p50-ns)
-sb_pt=$(col "$out/ib_send_bw.server" 'BW.average'); sb_rb=$(bmed SendBW MB/s)
+sb_pt=$(col "$out/ib_send_bw.server" '^BW average'); sb_rb=$(bmed SendBW MB/s)
 
 printf '\n%-28s %16s %16s %8s\n' scenario perftest rdmabench ratio
 line() { awk -v s="$1" -v a="$2" -v b="$3" -v u="$4" 'BEGIN { if (a == "" || b == "") { printf "%-28s %16s %16s %8s\n", s, a, b, "n/a"; exit }
