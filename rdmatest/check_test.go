@@ -116,8 +116,7 @@ func TestBadInputs(t *testing.T) {
 		{name: "QP send SGEs above max_sge", err: qp(verbs.QPConfig{MaxSendSGE: 33}), want: []string{"send SGEs per WR 33", "32", "max_sge"}},
 		{name: "QP inline above max_inline_data", err: qp(verbs.QPConfig{MaxInline: 513}), want: []string{"max inline data 513", "512", "max_inline_data"}},
 		{name: "QP inline negative", err: qp(verbs.QPConfig{MaxInline: -1}), want: []string{"max inline data -1", "minimum 0"}},
-		{name: "QP invalid transport", err: qp(verbs.QPConfig{Transport: 7}), want: []string{"invalid transport 7"},
-			todo: "names the value but not the valid range (RC, UC, UD = 0..2)"},
+		{name: "QP invalid transport", err: qp(verbs.QPConfig{Transport: 7}), want: []string{"invalid transport 7", "0=RC", "2=UD"}},
 		{name: "QP without CQs", err: func() error { return verbs.QPConfig{MaxSendWR: 1}.Validate(lim.Attr) }, want: []string{"SendCQ and RecvCQ"}},
 	}
 	require.GreaterOrEqual(t, len(cases), 30, "the issue asks for at least 30 bad inputs")

@@ -155,7 +155,9 @@ func (p *Pair) roundTrip(s *Spec, timeout time.Duration) func() (int64, error) {
 
 // recvPingPong: A sends (SEND or WRITE_WITH_IMM), B answers with the same
 // verb when its receive completes, A waits for its own receive
-// completion; the sample is half the round trip.
+// completion; the sample is half the round trip. Sends are signaled once
+// every half queue depth, as in perftest, so neither side waits for its
+// own send completions on the way.
 func (p *Pair) recvPingPong(s *Spec, timeout time.Duration) (func() (int64, error), *responder, error) {
 	n := recvBytes(s)
 	ra, rb := newReceiver(p.A, n), newReceiver(p.B, n)
@@ -165,41 +167,30 @@ func (p *Pair) recvPingPong(s *Spec, timeout time.Duration) (func() (int64, erro
 	if err := rb.fill(p.Cfg.RecvDepth); err != nil {
 		return nil, nil, err
 	}
-	qpA, wrA := p.A.QPs[0], []verbs.SendWR{sendWR(s, p.A, 0)}
-	qpB, wrB := p.B.QPs[0], []verbs.SendWR{sendWR(s, p.B, 0)}
-	pollA, pollB := NewPoller(p.A, 8, timeout), NewPoller(p.B, 8, timeout)
 	depth := p.Cfg.SendDepth
+	sqA := newSendQueue(p.A.QPs[0], sendWR(s, p.A, 0), depth)
+	sqB := newSendQueue(p.B.QPs[0], sendWR(s, p.B, 0), depth)
+	pollA, pollB := NewPoller(p.A, 8, timeout), NewPoller(p.B, 8, timeout)
 
 	resp := startResponder(timeout, func(stop *atomic.Bool) error {
-		sends := 0
+		pings := 0 // receives to answer
+		onRecv := func(*verbs.WC) { pings++ }
 		for !stop.Load() {
 			wcs, err := pollB.Poll()
 			if err != nil {
 				return fmt.Errorf("rdmatest: passive side: %w", err)
 			}
-			for i := range wcs {
-				if !isRecv(&wcs[i]) {
-					sends--
-					continue
-				}
+			sqB.handle(wcs, onRecv)
+			for ; pings > 0; pings-- {
 				if err := rb.consumed(0); err != nil {
 					return err
 				}
-				for sends >= depth && !stop.Load() {
-					w, err := pollB.Poll()
-					if err != nil {
-						return err
-					}
-					for j := range w {
-						if !isRecv(&w[j]) {
-							sends--
-						}
-					}
+				if err := sqB.makeRoom(pollB, onRecv); err != nil {
+					return fmt.Errorf("rdmatest: passive side: %w", err)
 				}
-				if err := qpB.PostSend(wrB); err != nil {
+				if err := sqB.post(); err != nil {
 					return fmt.Errorf("rdmatest: passive side answering: %w", err)
 				}
-				sends++
 			}
 			if len(wcs) == 0 {
 				if err := rb.flush(); err != nil {
@@ -210,53 +201,39 @@ func (p *Pair) recvPingPong(s *Spec, timeout time.Duration) (func() (int64, erro
 		return nil
 	})
 
-	sends := 0
+	got := false
+	onRecv := func(*verbs.WC) { got = true }
 	iter := func() (int64, error) {
-		for sends >= depth {
-			wcs, err := pollA.Wait("the requester's send completions (send queue full)", sends)
-			if err != nil {
-				return 0, err
-			}
-			for i := range wcs {
-				if !isRecv(&wcs[i]) {
-					sends--
-				}
-			}
-		}
-		t0 := time.Now()
-		if err := qpA.PostSend(wrA); err != nil {
+		if err := sqA.makeRoom(pollA, nil); err != nil {
 			return 0, err
 		}
-		sends++
-		for {
-			wcs, err := pollA.Wait("the answer of the passive side (a receive completion on the requester)", sends)
+		got = false
+		t0 := time.Now()
+		if err := sqA.post(); err != nil {
+			return 0, err
+		}
+		for !got {
+			wcs, err := pollA.Wait("the answer of the passive side (a receive completion on the requester)", sqA.outstanding())
 			if err != nil {
 				return 0, err
 			}
-			got := false
-			for i := range wcs {
-				if isRecv(&wcs[i]) {
-					got = true
-				} else {
-					sends--
-				}
-			}
-			if got {
-				ns := time.Since(t0).Nanoseconds() / 2
-				return ns, ra.consumed(0)
-			}
+			sqA.handle(wcs, onRecv)
 		}
+		ns := time.Since(t0).Nanoseconds() / 2
+		return ns, ra.consumed(0)
 	}
 	return iter, resp, nil
 }
 
 // writePingPong: A writes into B's "in" slot; B spins on the slot's last
 // byte, then writes into A's "in" slot; A spins on its last byte. The
-// sample is half the round trip (perftest's ib_write_lat).
+// sample is half the round trip (perftest's ib_write_lat). Writes are
+// signaled once every half queue depth.
 func (p *Pair) writePingPong(s *Spec, timeout time.Duration) (func() (int64, error), *responder) {
 	last := s.Size - 1
-	qpA, wrA := p.A.QPs[0], []verbs.SendWR{sendWR(s, p.A, 0)}
-	qpB, wrB := p.B.QPs[0], []verbs.SendWR{sendWR(s, p.B, 0)}
+	depth := p.Cfg.SendDepth
+	sqA := newSendQueue(p.A.QPs[0], sendWR(s, p.A, 0), depth)
+	sqB := newSendQueue(p.B.QPs[0], sendWR(s, p.B, 0), depth)
 	pollA, pollB := NewPoller(p.A, 8, timeout), NewPoller(p.B, 8, timeout)
 	outA, inA := p.A.OutBytes(0), p.A.InBytes(0)
 	outB, inB := p.B.OutBytes(0), p.B.InBytes(0)
@@ -269,12 +246,12 @@ func (p *Pair) writePingPong(s *Spec, timeout time.Duration) (func() (int64, err
 				continue
 			}
 			seen = v
-			outB[last] = v
-			if err := qpB.PostSend(wrB); err != nil {
-				return fmt.Errorf("rdmatest: passive side answering: %w", err)
+			if err := sqB.makeRoom(pollB, nil); err != nil {
+				return fmt.Errorf("rdmatest: passive side: %w", err)
 			}
-			if _, err := pollB.Wait("the passive side's write completion", 1); err != nil {
-				return err
+			outB[last] = v
+			if err := sqB.post(); err != nil {
+				return fmt.Errorf("rdmatest: passive side answering: %w", err)
 			}
 		}
 		return nil
@@ -282,21 +259,22 @@ func (p *Pair) writePingPong(s *Spec, timeout time.Duration) (func() (int64, err
 
 	v := byte(0)
 	iter := func() (int64, error) {
+		if err := sqA.makeRoom(pollA, nil); err != nil {
+			return 0, err
+		}
 		v = v%255 + 1 // 1..255: never the initial 0
 		outA[last] = v
 		t0 := time.Now()
-		if err := qpA.PostSend(wrA); err != nil {
+		if err := sqA.post(); err != nil {
 			return 0, err
 		}
 		deadline := t0.Add(timeout)
 		for spins := 0; loadByte(inA, last) != v; spins++ {
 			if spins&1023 == 1023 && time.Now().After(deadline) {
-				return 0, pollA.Stalled("the passive side's RDMA WRITE to change the last byte of the requester's buffer", 1)
+				return 0, pollA.Stalled("the passive side's RDMA WRITE to change the last byte of the requester's buffer", sqA.outstanding())
 			}
 		}
-		ns := time.Since(t0).Nanoseconds() / 2
-		_, err := pollA.Wait("the requester's write completion", 1)
-		return ns, err
+		return time.Since(t0).Nanoseconds() / 2, nil
 	}
 	return iter, resp
 }

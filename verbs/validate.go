@@ -36,7 +36,7 @@ func (c QPConfig) withDefaults() QPConfig {
 func (c QPConfig) Validate(a DeviceAttr) error {
 	c = c.withDefaults()
 	if c.Transport < TransportRC || c.Transport > TransportUD {
-		return fmt.Errorf("verbs: invalid transport %d", int(c.Transport))
+		return fmt.Errorf("verbs: invalid transport %d (valid: %d=RC, %d=UC, %d=UD)", int(c.Transport), int(TransportRC), int(TransportUC), int(TransportUD))
 	}
 	if c.SendCQ == nil || c.RecvCQ == nil {
 		return fmt.Errorf("verbs: QPConfig needs both SendCQ and RecvCQ (send %t, recv %t)", c.SendCQ != nil, c.RecvCQ != nil)
