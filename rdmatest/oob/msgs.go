@@ -1,0 +1,205 @@
+package oob
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Limits on what a client may ask of a peer; the peer may enforce lower
+// ones of its own.
+const (
+	MaxQPs      = 1024
+	MaxDepth    = 1 << 16
+	MaxSize     = 1 << 30
+	MaxTokenLen = 256
+	MaxNameLen  = 64
+	MaxMsgLen   = 1024
+)
+
+// Hello opens a conversation.
+type Hello struct {
+	Version int    `json:"version"`
+	Token   string `json:"token,omitempty"` // shared secret, when the peer requires one
+	Client  string `json:"client"`          // free text for the peer's log
+}
+
+// Validate checks the bounds.
+func (m *Hello) Validate() error {
+	var errs []error
+	if m.Version != Version {
+		errs = append(errs, fmt.Errorf("version %d, this side speaks %d", m.Version, Version))
+	}
+	errs = append(errs, maxLen("token", m.Token, MaxTokenLen), maxLen("client", m.Client, MaxNameLen))
+	return errors.Join(errs...)
+}
+
+// HelloOK describes the peer's device, for the client's configuration
+// lines.
+type HelloOK struct {
+	Device   string `json:"device"`
+	Provider string `json:"provider"`
+	FW       string `json:"fw"`
+	MTU      int    `json:"mtu"`
+}
+
+// Validate checks the bounds.
+func (m *HelloOK) Validate() error {
+	return errors.Join(maxLen("device", m.Device, MaxNameLen), maxLen("provider", m.Provider, MaxNameLen),
+		maxLen("fw", m.FW, MaxNameLen), oneOf("mtu", m.MTU, 256, 512, 1024, 2048, 4096))
+}
+
+// Scenario is what the passive side must provide.
+type Scenario struct {
+	Op        string `json:"op"`        // SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ, ATOMIC_FETCH_AND_ADD, ATOMIC_CMP_AND_SWP
+	Transport string `json:"transport"` // RC, UC, UD
+	Role      string `json:"role"`      // sink, echo, write-echo, target
+	Size      int    `json:"size"`
+	QPs       int    `json:"qps"`
+	SendDepth int    `json:"send_depth"`
+	RecvDepth int    `json:"recv_depth"`
+	SlotSize  int    `json:"slot_size"`
+}
+
+// Endpoint is one QP's addressing, as verbs.Endpoint.
+type Endpoint struct {
+	QPN uint32 `json:"qpn"`
+	PSN uint32 `json:"psn"`
+	GID string `json:"gid"` // IPv6 text form
+	LID uint16 `json:"lid"`
+}
+
+// Target is one QP's memory on the peer (its "in" slot).
+type Target struct {
+	Addr uint64 `json:"addr"`
+	RKey uint32 `json:"rkey"`
+}
+
+// Setup asks the peer to create the passive side of a scenario and
+// connect it to the client's QPs.
+type Setup struct {
+	Scenario  Scenario   `json:"scenario"`
+	Endpoints []Endpoint `json:"endpoints"`
+	MTU       int        `json:"mtu"`
+}
+
+// Validate checks the bounds.
+func (m *Setup) Validate() error {
+	s := m.Scenario
+	errs := []error{
+		oneOfS("op", s.Op, "SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "RDMA_READ", "ATOMIC_FETCH_AND_ADD", "ATOMIC_CMP_AND_SWP"),
+		oneOfS("transport", s.Transport, "RC", "UC", "UD"),
+		oneOfS("role", s.Role, "sink", "echo", "write-echo", "target"),
+		between("size", s.Size, 0, MaxSize),
+		between("qps", s.QPs, 1, MaxQPs),
+		between("send_depth", s.SendDepth, 1, MaxDepth),
+		between("recv_depth", s.RecvDepth, 1, MaxDepth),
+		between("slot_size", s.SlotSize, 1, MaxSize),
+		oneOf("mtu", m.MTU, 256, 512, 1024, 2048, 4096),
+	}
+	if len(m.Endpoints) != s.QPs {
+		errs = append(errs, fmt.Errorf("%d endpoints for qps %d", len(m.Endpoints), s.QPs))
+	}
+	for i, e := range m.Endpoints {
+		errs = append(errs, e.validate(i))
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Endpoint) validate(i int) error {
+	var errs []error
+	if e.QPN == 0 || e.QPN > 0xffffff {
+		errs = append(errs, fmt.Errorf("endpoint %d: qpn %#x out of range 0x1..0xffffff", i, e.QPN))
+	}
+	if e.PSN > 0xffffff {
+		errs = append(errs, fmt.Errorf("endpoint %d: psn %#x out of range 0..0xffffff", i, e.PSN))
+	}
+	if len(e.GID) > 39 {
+		errs = append(errs, fmt.Errorf("endpoint %d: gid of %d characters exceeds 39", i, len(e.GID)))
+	}
+	return errors.Join(errs...)
+}
+
+// SetupOK returns the peer's QPs and memory, one per client QP.
+type SetupOK struct {
+	Endpoints []Endpoint `json:"endpoints"`
+	Targets   []Target   `json:"targets"`
+}
+
+// Validate checks the bounds.
+func (m *SetupOK) Validate() error {
+	var errs []error
+	if n := len(m.Endpoints); n < 1 || n > MaxQPs {
+		errs = append(errs, fmt.Errorf("%d endpoints, want 1..%d", n, MaxQPs))
+	}
+	if len(m.Targets) != len(m.Endpoints) {
+		errs = append(errs, fmt.Errorf("%d targets for %d endpoints", len(m.Targets), len(m.Endpoints)))
+	}
+	for i, e := range m.Endpoints {
+		errs = append(errs, e.validate(i))
+	}
+	return errors.Join(errs...)
+}
+
+// Start, Stop carry nothing.
+type (
+	Start struct{}
+	Stop  struct{}
+)
+
+// Validate accepts.
+func (*Start) Validate() error { return nil }
+
+// Validate accepts.
+func (*Stop) Validate() error { return nil }
+
+// Stopped reports what the passive side saw.
+type Stopped struct {
+	Received uint64 `json:"received"` // receive completions
+	Sent     uint64 `json:"sent"`     // answers posted
+}
+
+// Validate accepts.
+func (*Stopped) Validate() error { return nil }
+
+// Error is a refusal, with the reason.
+type Error struct {
+	Msg string `json:"msg"`
+}
+
+// Validate checks the bounds.
+func (m *Error) Validate() error { return maxLen("msg", m.Msg, MaxMsgLen) }
+
+func maxLen(name, s string, n int) error {
+	if len(s) > n {
+		return fmt.Errorf("%s of %d bytes exceeds %d", name, len(s), n)
+	}
+	return nil
+}
+
+func between(name string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return fmt.Errorf("%s %d out of range %d..%d", name, v, lo, hi)
+	}
+	return nil
+}
+
+func oneOf(name string, v int, allowed ...int) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %d is not one of %v", name, v, allowed)
+}
+
+func oneOfS(name, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	if len(v) > MaxNameLen {
+		v = v[:MaxNameLen] + "…"
+	}
+	return fmt.Errorf("%s %q is not one of %v", name, v, allowed)
+}

@@ -1,0 +1,171 @@
+// Package oob is the out-of-band exchange between a benchmark process and
+// a remote peer (cmd/rdmapeer): the TCP conversation that sets up the
+// passive side of a scenario on another host before any RDMA traffic.
+//
+// # Wire format
+//
+// Every message is a frame:
+//
+//	magic   4 bytes  "RDBP"
+//	version 1 byte   Version (a peer refuses any other, naming both)
+//	type    1 byte   a MsgType
+//	length  4 bytes  big endian, payload bytes, at most MaxPayload
+//	payload          JSON of the type's struct, unknown fields refused
+//
+// Every field is bounded and validated after decoding (Validate methods),
+// so a peer never acts on a malformed or oversized request.
+//
+// # Conversation
+//
+//	client → Hello{Version, Token}            peer → HelloOK{Device…} or Error
+//	client → Setup{Scenario, Endpoints}       peer → SetupOK{Endpoints, Targets} or Error
+//	client → Start                            (peer runs its passive role)
+//	client → Stop                             peer → Stopped{Counts}; resources released
+//
+// A connection that closes at any point releases everything the peer made
+// for it.
+package oob
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Version is the protocol version this package speaks.
+const Version = 1
+
+// MaxPayload bounds a frame's payload (64 KiB).
+const MaxPayload = 64 << 10
+
+var magic = [4]byte{'R', 'D', 'B', 'P'}
+
+// MsgType identifies a frame's payload.
+type MsgType uint8
+
+// Message types.
+const (
+	MsgHello MsgType = iota + 1
+	MsgHelloOK
+	MsgSetup
+	MsgSetupOK
+	MsgStart
+	MsgStop
+	MsgStopped
+	MsgError
+	msgLast
+)
+
+func (t MsgType) String() string {
+	names := [...]string{"", "Hello", "HelloOK", "Setup", "SetupOK", "Start", "Stop", "Stopped", "Error"}
+	if t > 0 && t < msgLast {
+		return names[t]
+	}
+	return fmt.Sprintf("MsgType(%d)", uint8(t))
+}
+
+// FrameError is a malformed frame: what was wrong, with the value and the
+// limit where there is one.
+type FrameError struct{ Reason string }
+
+func (e *FrameError) Error() string { return "oob: bad frame: " + e.Reason }
+
+// WriteFrame writes one frame with v encoded as its payload.
+func WriteFrame(w io.Writer, t MsgType, v any) error {
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("oob: encoding %s: %w", t, err)
+	}
+	if len(payload) > MaxPayload {
+		return &FrameError{fmt.Sprintf("%s payload of %d bytes exceeds %d", t, len(payload), MaxPayload)}
+	}
+	var hdr [10]byte
+	copy(hdr[:4], magic[:])
+	hdr[4], hdr[5] = Version, byte(t)
+	binary.BigEndian.PutUint32(hdr[6:], uint32(len(payload)))
+	if _, err := w.Write(append(hdr[:], payload...)); err != nil {
+		return fmt.Errorf("oob: writing %s: %w", t, err)
+	}
+	return nil
+}
+
+// ReadFrame reads one frame's header and payload, checking magic,
+// version, type and length before reading the payload.
+func ReadFrame(r io.Reader) (MsgType, []byte, error) {
+	var hdr [10]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, nil, &FrameError{"truncated header"}
+		}
+		return 0, nil, err // io.EOF: the other side closed between frames
+	}
+	if !bytes.Equal(hdr[:4], magic[:]) {
+		return 0, nil, &FrameError{fmt.Sprintf("magic %q, want %q (not an rdmabench peer?)", hdr[:4], magic[:])}
+	}
+	if hdr[4] != Version {
+		return 0, nil, &FrameError{fmt.Sprintf("protocol version %d, this side speaks %d", hdr[4], Version)}
+	}
+	t := MsgType(hdr[5])
+	if t == 0 || t >= msgLast {
+		return 0, nil, &FrameError{fmt.Sprintf("unknown message type %d (known: 1..%d)", hdr[5], msgLast-1)}
+	}
+	n := binary.BigEndian.Uint32(hdr[6:])
+	if n > MaxPayload {
+		return 0, nil, &FrameError{fmt.Sprintf("%s payload length %d exceeds %d", t, n, MaxPayload)}
+	}
+	payload := make([]byte, n)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return 0, nil, &FrameError{fmt.Sprintf("%s payload truncated: %v", t, err)}
+	}
+	return t, payload, nil
+}
+
+// Decode reads one frame and decodes it into v, which must be of the
+// type's struct; an Error frame from the peer is returned as *PeerError.
+func Decode(r io.Reader, want MsgType, v Validator) error {
+	t, payload, err := ReadFrame(r)
+	if err != nil {
+		return err
+	}
+	if t == MsgError && want != MsgError {
+		var e Error
+		if err := unmarshal(payload, &e); err != nil {
+			return err
+		}
+		return &PeerError{Msg: e.Msg}
+	}
+	if t != want {
+		return &FrameError{fmt.Sprintf("got %s, want %s", t, want)}
+	}
+	if err := unmarshal(payload, v); err != nil {
+		return err
+	}
+	if err := v.Validate(); err != nil {
+		return fmt.Errorf("oob: invalid %s: %w", t, err)
+	}
+	return nil
+}
+
+func unmarshal(payload []byte, v any) error {
+	d := json.NewDecoder(bufio.NewReader(bytes.NewReader(payload)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return &FrameError{fmt.Sprintf("payload: %v", err)}
+	}
+	if d.More() {
+		return &FrameError{"payload: trailing data after the JSON value"}
+	}
+	return nil
+}
+
+// PeerError is an Error message the other side sent.
+type PeerError struct{ Msg string }
+
+func (e *PeerError) Error() string { return "oob: peer refused: " + e.Msg }
+
+// Validator checks a decoded message's fields against their bounds.
+type Validator interface{ Validate() error }

@@ -1,0 +1,129 @@
+package oob
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func validSetup() *Setup {
+	return &Setup{
+		Scenario:  Scenario{Op: "RDMA_WRITE", Transport: "RC", Role: "target", Size: 4096, QPs: 2, SendDepth: 128, RecvDepth: 1, SlotSize: 4096},
+		Endpoints: []Endpoint{{QPN: 0x11, PSN: 0x1000, GID: "::ffff:192.0.2.1"}, {QPN: 0x12, PSN: 0x2000, GID: "::ffff:192.0.2.1"}},
+		MTU:       1024,
+	}
+}
+
+func frame(t MsgType, payload []byte) []byte {
+	var hdr [10]byte
+	copy(hdr[:], "RDBP")
+	hdr[4], hdr[5] = Version, byte(t)
+	binary.BigEndian.PutUint32(hdr[6:], uint32(len(payload)))
+	return append(hdr[:], payload...)
+}
+
+func TestRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, WriteFrame(&buf, MsgHello, &Hello{Version: Version, Client: "bench on hostA"}))
+	require.NoError(t, WriteFrame(&buf, MsgSetup, validSetup()))
+	var h Hello
+	require.NoError(t, Decode(&buf, MsgHello, &h))
+	assert.Equal(t, "bench on hostA", h.Client)
+	var s Setup
+	require.NoError(t, Decode(&buf, MsgSetup, &s))
+	assert.Equal(t, *validSetup(), s)
+	_, _, err := ReadFrame(&buf)
+	assert.ErrorIs(t, err, io.EOF, "a clean close between frames is io.EOF")
+}
+
+func TestPeerError(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, WriteFrame(&buf, MsgError, &Error{Msg: "token mismatch"}))
+	var ok HelloOK
+	err := Decode(&buf, MsgHelloOK, &ok)
+	var pe *PeerError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "oob: peer refused: token mismatch", err.Error())
+}
+
+func TestBadFrames(t *testing.T) {
+	hello := []byte(`{"version":1,"client":"x"}`)
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"truncated header", []byte("RDBP\x01"), "truncated header"},
+		{"wrong magic", append([]byte("HTTP"), frame(MsgHello, hello)[4:]...), `magic "HTTP", want "RDBP"`},
+		{"wrong version", func() []byte { f := frame(MsgHello, hello); f[4] = 9; return f }(), "protocol version 9, this side speaks 1"},
+		{"unknown type", frame(MsgType(42), hello), "unknown message type 42 (known: 1..8)"},
+		{"oversized length", func() []byte { f := frame(MsgHello, nil); binary.BigEndian.PutUint32(f[6:], 1<<31); return f }(), "payload length 2147483648 exceeds 65536"},
+		{"truncated payload", frame(MsgHello, hello)[:14], "Hello payload truncated"},
+		{"unexpected type", frame(MsgSetup, hello), "got Setup, want Hello"},
+		{"unknown field", frame(MsgHello, []byte(`{"version":1,"admin":true}`)), `unknown field "admin"`},
+		{"trailing data", frame(MsgHello, []byte(`{"version":1} {}`)), "trailing data"},
+		{"not JSON", frame(MsgHello, []byte(`\x00\x01`)), "payload:"},
+		{"version field", frame(MsgHello, []byte(`{"version":2}`)), "version 2, this side speaks 1"},
+		{"long token", frame(MsgHello, []byte(`{"version":1,"token":"`+strings.Repeat("a", 300)+`"}`)), "token of 300 bytes exceeds 256"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var h Hello
+			err := Decode(bytes.NewReader(tc.in), MsgHello, &h)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestSetupValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Setup)
+		want string
+	}{
+		{"unknown op", func(s *Setup) { s.Scenario.Op = "RDMA_FLUSH" }, `op "RDMA_FLUSH" is not one of`},
+		{"unknown transport", func(s *Setup) { s.Scenario.Transport = "XRC" }, `transport "XRC" is not one of`},
+		{"unknown role", func(s *Setup) { s.Scenario.Role = "shell" }, `role "shell" is not one of`},
+		{"size too large", func(s *Setup) { s.Scenario.Size = 2 << 30 }, "size 2147483648 out of range 0..1073741824"},
+		{"too many QPs", func(s *Setup) { s.Scenario.QPs = 5000 }, "qps 5000 out of range 1..1024"},
+		{"zero QPs", func(s *Setup) { s.Scenario.QPs = 0 }, "qps 0 out of range 1..1024"},
+		{"deep send queue", func(s *Setup) { s.Scenario.SendDepth = 1 << 20 }, "send_depth 1048576 out of range 1..65536"},
+		{"bad MTU", func(s *Setup) { s.MTU = 1500 }, "mtu 1500 is not one of [256 512 1024 2048 4096]"},
+		{"endpoint count", func(s *Setup) { s.Endpoints = s.Endpoints[:1] }, "1 endpoints for qps 2"},
+		{"QPN zero", func(s *Setup) { s.Endpoints[0].QPN = 0 }, "endpoint 0: qpn 0x0 out of range 0x1..0xffffff"},
+		{"PSN too wide", func(s *Setup) { s.Endpoints[1].PSN = 1 << 24 }, "endpoint 1: psn 0x1000000 out of range 0..0xffffff"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := validSetup()
+			tc.mod(s)
+			err := s.Validate()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	assert.NoError(t, validSetup().Validate())
+}
+
+// FuzzDecode: no input makes the decoder panic or accept an invalid
+// message.
+func FuzzDecode(f *testing.F) {
+	var buf bytes.Buffer
+	_ = WriteFrame(&buf, MsgSetup, validSetup())
+	f.Add(buf.Bytes())
+	f.Add(frame(MsgHello, []byte(`{"version":1,"client":"x"}`)))
+	f.Add(frame(MsgError, []byte(`{"msg":"no"}`)))
+	f.Add([]byte("RDBP\x01\x03\x00\x00\x00\x02{}"))
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var s Setup
+		if err := Decode(bytes.NewReader(in), MsgSetup, &s); err == nil {
+			require.NoError(t, s.Validate(), "Decode accepted an invalid Setup")
+			require.LessOrEqual(t, len(s.Endpoints), MaxQPs)
+		}
+	})
+}
