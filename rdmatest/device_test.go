@@ -20,7 +20,7 @@ func TestOpenDevBadFlags(t *testing.T) {
 		{"unknown device", func() { *flagDev = "mlx9" }, []string{`"mlx9" not found`, name}},
 		{"port 99", func() { *flagDev, *flagPort = name, 99 }, []string{"port 99", "ports 1..1"}},
 		{"GID index beyond the table", func() { *flagDev, *flagGID = name, 100000 }, []string{"GID index 100000", "gid_tbl_len-1"}},
-		{"GID index not populated", func() { *flagDev, *flagGID = name, tableLen - 1 }, []string{"GID index", "is empty"}},
+		{"GID index not populated", func() { *flagDev, *flagGID = name, tableLen-1 }, []string{"GID index", "is empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev, port, gid := *flagDev, *flagPort, *flagGID

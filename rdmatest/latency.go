@@ -64,17 +64,7 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	p := NewPair(b, d, s.pairConfig(false))
 	timeout := d.Opts.Timeout
 	rec := NewRecorder()
-	var iter func() (int64, error)
-	var resp *responder
-	var err error
-	switch {
-	case s.Op == verbs.OpWrite:
-		iter, resp = p.writePingPong(&s, timeout)
-	case s.consumesRecv():
-		iter, resp, err = p.recvPingPong(&s, timeout)
-	default:
-		iter = p.roundTrip(&s, timeout)
-	}
+	iter, resp, err := p.pingPong(&s, timeout)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -135,11 +125,34 @@ func reportCounters(b *testing.B, d *Dev, before Counters) {
 	ReportCounters(b, delta)
 }
 
+// pingPong sets up both sides of a latency run: the passive side's role
+// (answering pings) and the requester's iteration, which returns one
+// sample.
+func (p *Pair) pingPong(s *Spec, timeout time.Duration) (func() (int64, error), *responder, error) {
+	switch {
+	case s.Op == verbs.OpWrite:
+		return writePing(p.A, s, timeout), serveWriteEcho(p.B, s, timeout), nil
+	case s.consumesRecv():
+		resp, err := serveRecvEcho(p.B, s, p.Cfg.RecvDepth, timeout)
+		if err != nil {
+			return nil, nil, err
+		}
+		iter, err := recvPing(p.A, s, p.Cfg.RecvDepth, timeout)
+		if err != nil {
+			resp.Stop()
+			return nil, nil, err
+		}
+		return iter, resp, nil
+	default:
+		return roundTrip(p.A, s, timeout), nil, nil
+	}
+}
+
 // roundTrip: post one READ or atomic, wait for its completion; the sample
 // is the full round trip.
-func (p *Pair) roundTrip(s *Spec, timeout time.Duration) func() (int64, error) {
-	qp, wr := p.A.QPs[0], []verbs.SendWR{sendWR(s, p.A, 0)}
-	poll := NewPoller(p.A, 4, timeout)
+func roundTrip(a *Side, s *Spec, timeout time.Duration) func() (int64, error) {
+	qp, wr := a.QPs[0], []verbs.SendWR{sendWR(s, a, 0)}
+	poll := NewPoller(a, 4, timeout)
 	what := "the completion of the requester's " + s.Op.String()
 	return func() (int64, error) {
 		t0 := time.Now()
@@ -153,130 +166,135 @@ func (p *Pair) roundTrip(s *Spec, timeout time.Duration) func() (int64, error) {
 	}
 }
 
-// recvPingPong: A sends (SEND or WRITE_WITH_IMM), B answers with the same
-// verb when its receive completes, A waits for its own receive
-// completion; the sample is half the round trip. Sends are signaled once
-// every half queue depth, as in perftest, so neither side waits for its
-// own send completions on the way.
-func (p *Pair) recvPingPong(s *Spec, timeout time.Duration) (func() (int64, error), *responder, error) {
-	n := recvBytes(s)
-	ra, rb := newReceiver(p.A, n), newReceiver(p.B, n)
-	if err := ra.fill(p.Cfg.RecvDepth); err != nil {
-		return nil, nil, err
+// recvPing is the requester's half of a SEND (or WRITE_WITH_IMM)
+// ping-pong: send, then wait for the answer's receive completion; the
+// sample is half the round trip. Sends are signaled once every half queue
+// depth, as in perftest, so the loop does not wait for its own send
+// completions.
+func recvPing(a *Side, s *Spec, recvDepth int, timeout time.Duration) (func() (int64, error), error) {
+	rx := newReceiver(a, recvBytes(s))
+	if err := rx.fill(recvDepth); err != nil {
+		return nil, err
 	}
-	if err := rb.fill(p.Cfg.RecvDepth); err != nil {
-		return nil, nil, err
-	}
-	depth := p.Cfg.SendDepth
-	sqA := newSendQueue(p.A.QPs[0], sendWR(s, p.A, 0), depth)
-	sqB := newSendQueue(p.B.QPs[0], sendWR(s, p.B, 0), depth)
-	pollA, pollB := NewPoller(p.A, 8, timeout), NewPoller(p.B, 8, timeout)
+	sq := newSendQueue(a.QPs[0], sendWR(s, a, 0), a.depth)
+	poll := NewPoller(a, 8, timeout)
+	got := false
+	onRecv := func(*verbs.WC) { got = true }
+	return func() (int64, error) {
+		if err := sq.makeRoom(poll, nil); err != nil {
+			return 0, err
+		}
+		got = false
+		t0 := time.Now()
+		if err := sq.post(); err != nil {
+			return 0, err
+		}
+		for !got {
+			wcs, err := poll.Wait("the answer of the passive side (a receive completion on the requester)", sq.outstanding())
+			if err != nil {
+				return 0, err
+			}
+			sq.handle(wcs, onRecv)
+		}
+		ns := time.Since(t0).Nanoseconds() / 2
+		return ns, rx.consumed(0)
+	}, nil
+}
 
-	resp := startResponder(timeout, func(stop *atomic.Bool) error {
+// serveRecvEcho is the passive half of a SEND ping-pong: answer every
+// receive with the same verb.
+func serveRecvEcho(b *Side, s *Spec, recvDepth int, timeout time.Duration) (*responder, error) {
+	rx := newReceiver(b, recvBytes(s))
+	if err := rx.fill(recvDepth); err != nil {
+		return nil, fmt.Errorf("rdmatest: posting the passive side's receives: %w", err)
+	}
+	sq := newSendQueue(b.QPs[0], sendWR(s, b, 0), b.depth)
+	poll := NewPoller(b, 8, timeout)
+	return startResponder(timeout, func(stop *atomic.Bool) error {
 		pings := 0 // receives to answer
 		onRecv := func(*verbs.WC) { pings++ }
 		for !stop.Load() {
-			wcs, err := pollB.Poll()
+			wcs, err := poll.Poll()
 			if err != nil {
 				return fmt.Errorf("rdmatest: passive side: %w", err)
 			}
-			sqB.handle(wcs, onRecv)
+			sq.handle(wcs, onRecv)
 			for ; pings > 0; pings-- {
-				if err := rb.consumed(0); err != nil {
+				if err := rx.consumed(0); err != nil {
 					return err
 				}
-				if err := sqB.makeRoom(pollB, onRecv); err != nil {
+				if err := sq.makeRoom(poll, onRecv); err != nil {
 					return fmt.Errorf("rdmatest: passive side: %w", err)
 				}
-				if err := sqB.post(); err != nil {
+				if err := sq.post(); err != nil {
 					return fmt.Errorf("rdmatest: passive side answering: %w", err)
 				}
 			}
 			if len(wcs) == 0 {
-				if err := rb.flush(); err != nil {
+				if err := rx.flush(); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
-	})
-
-	got := false
-	onRecv := func(*verbs.WC) { got = true }
-	iter := func() (int64, error) {
-		if err := sqA.makeRoom(pollA, nil); err != nil {
-			return 0, err
-		}
-		got = false
-		t0 := time.Now()
-		if err := sqA.post(); err != nil {
-			return 0, err
-		}
-		for !got {
-			wcs, err := pollA.Wait("the answer of the passive side (a receive completion on the requester)", sqA.outstanding())
-			if err != nil {
-				return 0, err
-			}
-			sqA.handle(wcs, onRecv)
-		}
-		ns := time.Since(t0).Nanoseconds() / 2
-		return ns, ra.consumed(0)
-	}
-	return iter, resp, nil
+	}), nil
 }
 
-// writePingPong: A writes into B's "in" slot; B spins on the slot's last
-// byte, then writes into A's "in" slot; A spins on its last byte. The
-// sample is half the round trip (perftest's ib_write_lat). Writes are
-// signaled once every half queue depth.
-func (p *Pair) writePingPong(s *Spec, timeout time.Duration) (func() (int64, error), *responder) {
+// writePing is the requester's half of an RDMA WRITE ping-pong (perftest's
+// ib_write_lat): write into the peer's "in" slot, then spin until the
+// peer's write changes the last byte of our own "in" slot; the sample is
+// half the round trip. Writes are signaled once every half queue depth.
+func writePing(a *Side, s *Spec, timeout time.Duration) func() (int64, error) {
 	last := s.Size - 1
-	depth := p.Cfg.SendDepth
-	sqA := newSendQueue(p.A.QPs[0], sendWR(s, p.A, 0), depth)
-	sqB := newSendQueue(p.B.QPs[0], sendWR(s, p.B, 0), depth)
-	pollA, pollB := NewPoller(p.A, 8, timeout), NewPoller(p.B, 8, timeout)
-	outA, inA := p.A.OutBytes(0), p.A.InBytes(0)
-	outB, inB := p.B.OutBytes(0), p.B.InBytes(0)
+	sq := newSendQueue(a.QPs[0], sendWR(s, a, 0), a.depth)
+	poll := NewPoller(a, 8, timeout)
+	out, in := a.OutBytes(0), a.InBytes(0)
+	v := byte(0)
+	return func() (int64, error) {
+		if err := sq.makeRoom(poll, nil); err != nil {
+			return 0, err
+		}
+		v = v%255 + 1 // 1..255: never the initial 0
+		out[last] = v
+		t0 := time.Now()
+		if err := sq.post(); err != nil {
+			return 0, err
+		}
+		deadline := t0.Add(timeout)
+		for spins := 0; loadByte(in, last) != v; spins++ {
+			if spins&1023 == 1023 && time.Now().After(deadline) {
+				return 0, poll.Stalled("the passive side's RDMA WRITE to change the last byte of the requester's buffer", sq.outstanding())
+			}
+		}
+		return time.Since(t0).Nanoseconds() / 2, nil
+	}
+}
 
-	resp := startResponder(timeout, func(stop *atomic.Bool) error {
+// serveWriteEcho is the passive half of a WRITE ping-pong: spin on the
+// last byte of the "in" slot and write the same value back.
+func serveWriteEcho(b *Side, s *Spec, timeout time.Duration) *responder {
+	last := s.Size - 1
+	sq := newSendQueue(b.QPs[0], sendWR(s, b, 0), b.depth)
+	poll := NewPoller(b, 8, timeout)
+	out, in := b.OutBytes(0), b.InBytes(0)
+	return startResponder(timeout, func(stop *atomic.Bool) error {
 		seen := byte(0)
 		for !stop.Load() {
-			v := loadByte(inB, last)
+			v := loadByte(in, last)
 			if v == seen {
 				continue
 			}
 			seen = v
-			if err := sqB.makeRoom(pollB, nil); err != nil {
+			if err := sq.makeRoom(poll, nil); err != nil {
 				return fmt.Errorf("rdmatest: passive side: %w", err)
 			}
-			outB[last] = v
-			if err := sqB.post(); err != nil {
+			out[last] = v
+			if err := sq.post(); err != nil {
 				return fmt.Errorf("rdmatest: passive side answering: %w", err)
 			}
 		}
 		return nil
 	})
-
-	v := byte(0)
-	iter := func() (int64, error) {
-		if err := sqA.makeRoom(pollA, nil); err != nil {
-			return 0, err
-		}
-		v = v%255 + 1 // 1..255: never the initial 0
-		outA[last] = v
-		t0 := time.Now()
-		if err := sqA.post(); err != nil {
-			return 0, err
-		}
-		deadline := t0.Add(timeout)
-		for spins := 0; loadByte(inA, last) != v; spins++ {
-			if spins&1023 == 1023 && time.Now().After(deadline) {
-				return 0, pollA.Stalled("the passive side's RDMA WRITE to change the last byte of the requester's buffer", sqA.outstanding())
-			}
-		}
-		return time.Since(t0).Nanoseconds() / 2, nil
-	}
-	return iter, resp
 }
 
 // loadByte reads b[i] with an atomic load, so that a spin on memory the
