@@ -28,6 +28,33 @@
 // devices on the two ends of a veth pair do not reach each other (traffic
 // between two local addresses goes through lo, which rxe drops).
 //
+// # Two guests
+//
+// A [Pair] boots two guests at once, whose rxe devices reach each other
+// over a real (virtual) wire, and runs one [Job] in each; it is how a
+// client and a server on two hosts are tested here:
+//
+//	p, err := loopback.NewPair() // 1 vCPU and 1024 MiB each
+//	codeA, codeB, err := p.Run(ctx, server, client, outA, outB)
+//
+// Each guest gets a virtio NIC ([VM.NIC]) on qemu's socket backend: guest
+// A's qemu listens on a free TCP port of 127.0.0.1 and B's, started as soon
+// as A's listens, connects to it; the two qemu processes carry the
+// Ethernet frames over that connection. The guests load [NetModules] too
+// (the virtio_net driver chain, and sch_netem so that a job can add delay
+// or loss with the host's tc). There is no veth in this mode: rxe0 runs on
+// eth0, which has 192.0.2.1/24 in A and 192.0.2.2/24 in B ([PairSides]).
+// Each job learns its side from its environment: RDMA_ROLE (a or b),
+// RDMA_LOCAL_ADDR, RDMA_PEER_ADDR and RDMA_NETDEV (eth0).
+//
+// One deadline, [Pair.Timeout], covers both guests, boots included. When
+// a guest fails or its command exits with a non-zero status, the other
+// guest is stopped at once, and the error (a [*PairError]) names the guest
+// that failed and why, with its console tail. A guest whose command ends
+// powers off, and its end of the wire goes with it: a job that must keep
+// answering until the other's is done has to wait for it (the tests use a
+// file in the share both guests mount).
+//
 // Failures of the guest are never reported as a pass: a module that fails
 // to load, a kernel panic, a device that does not become ACTIVE, or a
 // guest that outlives its deadline each end [VM.Run] with an error that

@@ -3,6 +3,7 @@
 package loopback
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,7 +22,8 @@ import (
 // side of the runner: see [MaybeGuest].
 const GuestArg = "rdmabench-guest-agent"
 
-// Guest network: a veth pair, rxe on veth0. 192.0.2.0/24 is TEST-NET-1
+// Guest network of a single guest (a [Pair]'s guests use their NIC
+// instead): a veth pair, rxe on veth0. 192.0.2.0/24 is TEST-NET-1
 // (RFC 5737): documentation only, never routed, and the guest has no NIC.
 const (
 	guestNetdev = "veth0"
@@ -49,8 +51,8 @@ func MaybeGuest() {
 	os.Exit(1)
 }
 
-// guestMain sets up the network and rxe, then runs the job with its output
-// on the second serial line.
+// guestMain sets up the network (the job's NIC, or a veth pair) and rxe,
+// then runs the job with its output on the second serial line.
 func guestMain(jobPath string) (int, error) {
 	b, err := os.ReadFile(jobPath)
 	if err != nil {
@@ -71,14 +73,21 @@ func guestMain(jobPath string) (int, error) {
 	if err := makeRaw(out); err != nil {
 		return -1, err
 	}
-	if err := guestNetwork(); err != nil {
+	netdev, addr := guestNetdev, guestAddr
+	if job.Net != nil {
+		if netdev, err = guestNIC(job.Net); err != nil {
+			return -1, err
+		}
+		addr = job.Net.Addr
+		job.Env = append(job.Env, "RDMA_NETDEV="+netdev)
+	} else if err := guestNetwork(); err != nil {
 		return -1, err
 	}
 	dev := job.Device
 	if dev == "" {
 		dev = "rxe0"
 	}
-	rxe, err := EnsureRxe(dev, guestNetdev)
+	rxe, err := EnsureRxe(dev, netdev)
 	if err != nil {
 		return -1, err
 	}
@@ -89,7 +98,7 @@ func guestMain(jobPath string) (int, error) {
 	if err := rxe.WaitActive(time.Now().Add(wait)); err != nil {
 		return -1, err
 	}
-	fmt.Printf("rdmabench guest: %s ACTIVE on %s (%s); running %q\n", rxe.Name, guestNetdev, guestAddr, job.Args)
+	fmt.Printf("rdmabench guest: %s ACTIVE on %s (%s); running %q\n", rxe.Name, netdev, addr, job.Args)
 	cmd := exec.Command(job.Args[0], job.Args[1:]...)
 	cmd.Dir, cmd.Env = job.Dir, job.Env
 	cmd.Stdout, cmd.Stderr = out, out
@@ -147,6 +156,47 @@ func guestNetwork() error {
 		}
 	}
 	return nil
+}
+
+// guestNIC brings up lo and the interface whose MAC is n.MAC, with n.Addr,
+// and returns its name.
+func guestNIC(n *GuestNet) (string, error) {
+	mac, err := net.ParseMAC(n.MAC)
+	if err != nil {
+		return "", fmt.Errorf("guest network: %w", err)
+	}
+	ip, ipnet, err := net.ParseCIDR(n.Addr)
+	if err != nil {
+		return "", fmt.Errorf("guest network: %w", err)
+	}
+	ipnet.IP = ip
+	links, err := netlink.LinkList()
+	if err != nil {
+		return "", fmt.Errorf("guest network: listing interfaces: %w", err)
+	}
+	var nic netlink.Link
+	var seen []string
+	for _, l := range links {
+		a := l.Attrs()
+		seen = append(seen, a.Name+" "+a.HardwareAddr.String())
+		if bytes.Equal(a.HardwareAddr, mac) {
+			nic = l
+		}
+	}
+	if nic == nil {
+		return "", fmt.Errorf("guest network: no interface has MAC %s (is virtio_net loaded?); found: %s", mac, strings.Join(seen, ", "))
+	}
+	name := nic.Attrs().Name
+	for _, step := range []func() error{
+		func() error { return linkUp("lo") },
+		func() error { return netlink.AddrAdd(nic, &netlink.Addr{IPNet: ipnet}) },
+		func() error { return netlink.LinkSetUp(nic) },
+	} {
+		if err := step(); err != nil {
+			return "", fmt.Errorf("guest network: %s: %w", name, err)
+		}
+	}
+	return name, nil
 }
 
 func linkUp(name string) error {

@@ -44,6 +44,29 @@ type Job struct {
 	Device string `json:"device"`
 	// ActiveTimeout bounds the wait for the device's port to become ACTIVE.
 	ActiveTimeout time.Duration `json:"active_timeout"`
+	// Net, when set, puts the device on the guest's virtio NIC (see
+	// [VM.NIC]) instead of a veth pair. [Pair.Run] sets it.
+	Net *GuestNet `json:"net,omitempty"`
+}
+
+// GuestNet is the address of a guest's virtio NIC, which rxe runs on.
+type GuestNet struct {
+	// MAC identifies the interface in the guest (normally eth0).
+	MAC string `json:"mac"`
+	// Addr is its address with prefix length, e.g. "192.0.2.1/24".
+	Addr string `json:"addr"`
+}
+
+// NIC is a guest's virtio network card on qemu's socket backend: the qemu
+// of one guest listens on a TCP port of 127.0.0.1, the other's connects to
+// it, and the two carry the guests' Ethernet frames over that connection.
+type NIC struct {
+	// MAC is the card's Ethernet address, e.g. "52:54:00:00:02:01".
+	MAC string
+	// Listen makes this qemu listen on Port; otherwise it connects to it.
+	Listen bool
+	// Port is the TCP port on 127.0.0.1.
+	Port int
 }
 
 // VM boots a qemu guest with Soft-RoCE and runs one Job in it.
@@ -77,6 +100,10 @@ type VM struct {
 	// Console, when set, receives the guest's console (kernel messages and
 	// the init script's progress) as it is printed.
 	Console io.Writer
+	// NIC, when set, gives the guest a virtio network card (see [Pair]).
+	// The job's Net must then name its MAC, and LoadModules must include
+	// [NetModules].
+	NIC *NIC
 }
 
 // NewVM returns a VM for this host: the newest kernel under /boot whose
@@ -313,6 +340,15 @@ func (vm *VM) QemuArgs(initrd string, consoleFD, outputFD int) []string {
 		"-serial", fmt.Sprintf("file:/proc/self/fd/%d", outputFD),
 		"-fsdev", "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap",
 		"-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
+	}
+	if n := vm.NIC; n != nil {
+		mode := "connect"
+		if n.Listen {
+			mode = "listen"
+		}
+		args = append(args,
+			"-netdev", fmt.Sprintf("socket,id=n0,%s=127.0.0.1:%d", mode, n.Port),
+			"-device", "virtio-net-pci,netdev=n0,mac="+n.MAC)
 	}
 	if vm.Share != "" {
 		// qemu's option syntax escapes a comma in a value by doubling it.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func fakeVM(t *testing.T) *VM {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{"busybox": "fake busybox", "agent": "fake agent", "vmlinuz": "fake kernel"}
-	for i, m := range GuestModules {
+	for i, m := range append(slices.Clone(GuestModules), NetModules...) {
 		files[fmt.Sprintf("modules/kernel/dir%d/%s.ko", i%3, m)] = ""
 	}
 	writeTree(t, dir, files)
@@ -53,6 +54,7 @@ func TestInitramfs(t *testing.T) {
 		Env:           []string{"PATH=/usr/bin:/bin", "RDMA_IN_VM=1"},
 		Device:        "rxe7",
 		ActiveTimeout: 5 * time.Second,
+		Net:           &GuestNet{MAC: "52:54:00:00:02:01", Addr: "192.0.2.1/24"},
 	}
 	e := initramfsEntries(t, vm, job)
 

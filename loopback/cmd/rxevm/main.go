@@ -9,6 +9,28 @@
 // the command there (see package loopback); -vm forces that path. The exit
 // status is the command's; a guest or setup failure exits 125 with a
 // message that says what went wrong.
+//
+// With -pair it boots two guests whose rxe devices reach each other over a
+// virtual Ethernet link (see loopback.Pair) and runs one command in each;
+// ":::" separates them:
+//
+//	go run ./loopback/cmd/rxevm -pair -- COMMAND_A [ARGS...] ::: COMMAND_B [ARGS...]
+//
+// Guest a has 192.0.2.1 and guest b 192.0.2.2 on eth0, with rxe0 on it;
+// each command finds its role, its own address and the peer's in
+// RDMA_ROLE, RDMA_LOCAL_ADDR and RDMA_PEER_ADDR. Both outputs stream live,
+// each line prefixed with "[a] " or "[b] " (-v prefixes the consoles' lines
+// with "[a console] " and "[b console] "). A command that needs a shell
+// (pipes, $RDMA_PEER_ADDR) is written as sh -c '...'. For example, a
+// perftest server in a and its client in b:
+//
+//	rxevm -pair -- ib_send_bw -d rxe0 -F ::: sh -c 'sleep 5; ib_send_bw -d rxe0 -F $RDMA_PEER_ADDR'
+//
+// The exit status is 0 when both commands exit 0; otherwise guest a's
+// status when it is not 0, else guest b's, with a line on stderr naming
+// the guest. When one command fails the other guest is stopped (and
+// stderr says so). A guest or setup failure exits 125 with a message that
+// names the guest.
 package main
 
 import (
@@ -36,13 +58,14 @@ func run() int {
 		forceVM = flag.Bool("vm", false, "run in the qemu guest even when the host has RDMA")
 		share   = flag.String("share", ".", "host directory mounted read-write in the guest (at the same path)")
 		timeout = flag.Duration("timeout", 30*time.Minute, "deadline for the whole guest run, boot included")
-		memory  = flag.Int("mem", 2048, "guest memory in MiB")
-		cpus    = flag.Int("smp", 2, "guest vCPUs")
+		memory  = flag.Int("mem", 0, "guest memory in MiB (default 2048; 1024 each with -pair)")
+		cpus    = flag.Int("smp", 0, "guest vCPUs (default 2; 1 each with -pair)")
+		pair    = flag.Bool("pair", false, "boot two guests linked by a virtual wire and run COMMAND_A ::: COMMAND_B, one in each")
 		netdev  = flag.String("netdev", "", "host network interface for a new rxe device (kind 2 machines); default: the first non-loopback interface that is up")
 		verbose = flag.Bool("v", false, "print the guest console (kernel messages, init progress) to stderr")
 	)
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: rxevm [flags] -- COMMAND [ARGS...]\n")
+		fmt.Fprintf(os.Stderr, "usage: rxevm [flags] -- COMMAND [ARGS...]\n       rxevm -pair [flags] -- COMMAND_A [ARGS...] ::: COMMAND_B [ARGS...]\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -51,12 +74,34 @@ func run() int {
 		flag.Usage()
 		return 2
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *pair {
+		argsA, argsB, err := splitPair(args)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "rxevm: %v\n", err)
+			flag.Usage()
+			return 2
+		}
+		p, err := loopback.NewPair()
+		if err != nil {
+			return fail(err)
+		}
+		p.Timeout = *timeout
+		for _, vm := range []*loopback.VM{p.A, p.B} {
+			if *memory > 0 {
+				vm.MemoryMiB = *memory
+			}
+			if *cpus > 0 {
+				vm.CPUs = *cpus
+			}
+		}
+		return runPair(ctx, p, *share, *verbose, argsA, argsB)
+	}
 	m, err := loopback.Detect(loopback.HostRoot)
 	if err != nil {
 		return fail(err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	switch {
 	case !*forceVM && m.Kind == loopback.HasDevice:
 		fmt.Fprintf(os.Stderr, "rxevm: native run (%s)\n", m.Reason)
@@ -84,19 +129,24 @@ func run() int {
 	if err != nil {
 		return fail(err)
 	}
-	vm.Timeout, vm.MemoryMiB, vm.CPUs = *timeout, *memory, *cpus
+	vm.Timeout = *timeout
+	if *memory > 0 {
+		vm.MemoryMiB = *memory
+	}
+	if *cpus > 0 {
+		vm.CPUs = *cpus
+	}
 	if vm.Share, err = filepath.Abs(*share); err != nil {
 		return fail(err)
 	}
 	if *verbose {
 		vm.Console = os.Stderr
 	}
-	dir, err := os.Getwd()
+	job, err := hostJob(args)
 	if err != nil {
 		return fail(err)
 	}
-	env := append(os.Environ(), "RDMA_IN_VM=1")
-	code, err := vm.Run(ctx, loopback.Job{Args: args, Dir: dir, Env: env}, os.Stdout)
+	code, err := vm.Run(ctx, job, os.Stdout)
 	if err != nil {
 		return fail(err)
 	}
@@ -120,4 +170,14 @@ func native(ctx context.Context, args []string) int {
 func fail(err error) int {
 	fmt.Fprintf(os.Stderr, "rxevm: %v\n", err)
 	return 125
+}
+
+// hostJob is a job that runs args in the current directory with this
+// process's environment and RDMA_IN_VM=1.
+func hostJob(args []string) (loopback.Job, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return loopback.Job{}, fmt.Errorf("rxevm: %w", err)
+	}
+	return loopback.Job{Args: args, Dir: dir, Env: append(os.Environ(), "RDMA_IN_VM=1")}, nil
 }

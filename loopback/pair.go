@@ -1,0 +1,312 @@
+package loopback
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// NetModules are the modules a guest with a NIC loads besides
+// [GuestModules]: failover, net_failover and virtio_net (in this order,
+// after virtio_pci) for the card, and sch_netem so that a job can add
+// delay or loss with tc.
+var NetModules = []string{"failover", "net_failover", "virtio_net", "sch_netem"}
+
+// withNetModules returns mods with [NetModules] added: the driver chain
+// right after virtio_pci (or at the end when virtio_pci is not listed),
+// sch_netem at the end. Modules already listed stay where they are.
+func withNetModules(mods []string) []string {
+	out := slices.Clone(mods)
+	at := slices.Index(out, "virtio_pci") + 1
+	if at == 0 {
+		at = len(out)
+	}
+	for _, m := range NetModules {
+		if slices.Contains(out, m) {
+			continue
+		}
+		if m == "sch_netem" {
+			out = append(out, m)
+			continue
+		}
+		out = slices.Insert(out, at, m)
+		at++
+	}
+	return out
+}
+
+// PairSide is one guest's place on the pair's link.
+type PairSide struct {
+	// Role is "a" or "b".
+	Role string
+	// Addr is the guest's IPv4 address on the link (prefix length 24).
+	Addr string
+	// MAC is its NIC's Ethernet address.
+	MAC string
+}
+
+// PairSides are the two guests of a [Pair]: A listens, B connects.
+// 192.0.2.0/24 is TEST-NET-1 (RFC 5737); 52:54:00 is qemu's prefix.
+var PairSides = [2]PairSide{
+	{Role: "a", Addr: "192.0.2.1", MAC: "52:54:00:00:02:01"},
+	{Role: "b", Addr: "192.0.2.2", MAC: "52:54:00:00:02:02"},
+}
+
+// Pair boots two guests whose rxe devices reach each other over a
+// virtual Ethernet link, and runs one job in each: see [Pair.Run].
+type Pair struct {
+	// A and B are the two guests. Run gives each a NIC, adds
+	// [NetModules] to its modules and ignores its Timeout; it does not
+	// change the VMs themselves.
+	A, B *VM
+	// Timeout bounds the whole run of both guests, boots included. Zero
+	// means 30 minutes.
+	Timeout time.Duration
+
+	// listening reports whether a TCP socket listens on port of
+	// 127.0.0.1; nil means reading /proc/net/tcp. Tests replace it.
+	listening func(port int) (bool, error)
+}
+
+// Sizes of each guest of a pair made by NewPair: the two guests share the
+// host's cores.
+const (
+	pairMemoryMiB = 1024
+	pairCPUs      = 1
+)
+
+// NewPair returns a Pair of two VMs as [NewVM] makes them, each with 1024
+// MiB and 1 vCPU.
+func NewPair() (*Pair, error) {
+	a, err := NewVM()
+	if err != nil {
+		return nil, err
+	}
+	a.MemoryMiB, a.CPUs = pairMemoryMiB, pairCPUs
+	b := *a
+	return &Pair{A: a, B: &b, Timeout: defaultTimeout}, nil
+}
+
+// pairJob returns job as guest side i of a pair runs it: on its NIC, with
+// RDMA_ROLE, RDMA_LOCAL_ADDR and RDMA_PEER_ADDR in its environment.
+func pairJob(job Job, i int) Job {
+	me, peer := PairSides[i], PairSides[1-i]
+	job.Net = &GuestNet{MAC: me.MAC, Addr: me.Addr + "/24"}
+	job.Env = append(slices.Clone(job.Env),
+		"RDMA_ROLE="+me.Role, "RDMA_LOCAL_ADDR="+me.Addr, "RDMA_PEER_ADDR="+peer.Addr)
+	return job
+}
+
+// pairVM returns a copy of vm as guest side i of a pair on port.
+func pairVM(vm *VM, i, port int, timeout time.Duration) *VM {
+	c := *vm
+	c.NIC = &NIC{MAC: PairSides[i].MAC, Listen: i == 0, Port: port}
+	c.LoadModules = withNetModules(vm.modules())
+	c.Timeout = timeout
+	return &c
+}
+
+// guestResult is how one guest's Run ended.
+type guestResult struct {
+	code    int
+	err     error
+	stopped bool // Run stopped it because of the other guest
+}
+
+// portAttempts is how often Run tries a new port when guest A's qemu
+// cannot bind the one it was given (another process took it meanwhile).
+const portAttempts = 3
+
+// Run boots both guests at the same time and runs jobA in A and jobB in B,
+// each with its output streamed to its writer (nil discards it), and
+// returns both commands' exit statuses.
+//
+// Guest A's qemu listens on a free TCP port of 127.0.0.1 and B's, started
+// as soon as A's listens, connects to it. In each guest rxe0 runs on eth0:
+// A has 192.0.2.1/24, B 192.0.2.2/24. Each job's environment gets
+// RDMA_ROLE (a or b), RDMA_LOCAL_ADDR, RDMA_PEER_ADDR (the other's address)
+// and, set in the guest, RDMA_NETDEV (the interface, eth0).
+//
+// When one guest fails (see [VM.Run]) or its command exits with a non-zero
+// status, the other guest is stopped at once: its side of a
+// client/server pair would otherwise wait for the deadline. The error is
+// then non-nil, says which guest failed and why (with its console tail),
+// and the stopped guest's code is -1. When both commands end by
+// themselves the error is nil, whatever their statuses.
+func (p *Pair) Run(ctx context.Context, jobA, jobB Job, outA, outB io.Writer) (codeA, codeB int, err error) {
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return -1, -1, err
+		}
+		res, retry := p.runOnce(ctx, port, timeout, [2]Job{jobA, jobB}, [2]io.Writer{outA, outB})
+		if retry && attempt < portAttempts {
+			continue
+		}
+		return res[0].code, res[1].code, pairError(res)
+	}
+}
+
+// runOnce runs the pair on port. retry tells that A's qemu could not bind
+// the port, and B never started.
+func (p *Pair) runOnce(ctx context.Context, port int, timeout time.Duration, jobs [2]Job, outs [2]io.Writer) (res [2]guestResult, retry bool) {
+	var done [2]chan guestResult
+	var cancels [2]context.CancelFunc
+	start := func(i int, vm *VM) {
+		gctx, cancel := context.WithCancel(ctx)
+		cancels[i] = cancel
+		done[i] = make(chan guestResult, 1)
+		go func() {
+			code, err := pairVM(vm, i, port, timeout).Run(gctx, pairJob(jobs[i], i), outs[i])
+			done[i] <- guestResult{code: code, err: err}
+		}()
+	}
+	start(0, p.A)
+	defer cancels[0]()
+	if err := p.waitListening(ctx, port, done[0]); err != nil {
+		cancels[0]()
+		res[0] = <-done[0]
+		if res[0].err == nil {
+			res[0].err = err
+		}
+		res[1] = guestResult{code: -1, err: fmt.Errorf("loopback: not started: %w", err)}
+		return res, strings.Contains(res[0].err.Error(), "Address already in use")
+	}
+	start(1, p.B)
+	defer cancels[1]()
+
+	// The first guest to end badly stops the other.
+	first := 0
+	select {
+	case res[0] = <-done[0]:
+	case res[1] = <-done[1]:
+		first = 1
+	}
+	other := 1 - first
+	bad := res[first].err != nil || res[first].code != 0
+	if bad && ctx.Err() == nil { // not the deadline, which ends both anyway
+		cancels[other]()
+		res[other] = <-done[other]
+		res[other].stopped = res[other].err != nil
+		return res, false
+	}
+	res[other] = <-done[other]
+	return res, false
+}
+
+// waitListening waits until guest A's qemu listens on port, or it ended
+// (a result on a, which is put back), or ctx ends.
+func (p *Pair) waitListening(ctx context.Context, port int, a chan guestResult) error {
+	listening := p.listening
+	if listening == nil {
+		listening = func(port int) (bool, error) { return tcpListening("/proc/net/tcp", port) }
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, err := listening(port)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case r := <-a:
+			a <- r
+			return fmt.Errorf("loopback: guest a's qemu ended before it listened on 127.0.0.1:%d", port)
+		case <-ctx.Done():
+			return fmt.Errorf("loopback: waiting for guest a's qemu to listen on 127.0.0.1:%d: %w", port, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// pairError describes how a pair's run failed, or returns nil when both
+// guests ended by themselves.
+func pairError(res [2]guestResult) error {
+	var failed, stopped []string
+	var cause error
+	for i, r := range res {
+		role := PairSides[i].Role
+		switch {
+		case r.stopped:
+			stopped = append(stopped, fmt.Sprintf("guest %s was stopped because guest %s ended first", role, PairSides[1-i].Role))
+		case r.err != nil:
+			failed = append(failed, fmt.Sprintf("guest %s: %s", role, strings.TrimPrefix(r.err.Error(), "loopback: ")))
+			if cause == nil {
+				cause = r.err
+			}
+		case res[1-i].stopped:
+			failed = append(failed, fmt.Sprintf("guest %s's command exited with status %d", role, r.code))
+		}
+	}
+	if len(failed)+len(stopped) == 0 {
+		return nil
+	}
+	// The stopped guest goes last: a failure's console tail is long.
+	return &PairError{msg: "loopback: " + strings.Join(append(failed, stopped...), "; "), err: cause}
+}
+
+// PairError is the error of a pair's run that one guest ended badly.
+type PairError struct {
+	msg string
+	err error
+}
+
+// Error names each guest and what happened to it.
+func (e *PairError) Error() string { return e.msg }
+
+// Unwrap returns the first guest failure, if any.
+func (e *PairError) Unwrap() error { return e.err }
+
+// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("loopback: finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tcpListening tells whether the table at path (/proc/net/tcp) has a
+// socket in state LISTEN on port. It looks without connecting: qemu's
+// socket backend takes the first connection it accepts as the peer.
+func tcpListening(path string, port int) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("loopback: %w", err)
+	}
+	defer f.Close()
+	return parseTCPListening(f, port)
+}
+
+// parseTCPListening reads a /proc/net/tcp table.
+func parseTCPListening(r io.Reader, port int) (bool, error) {
+	want := fmt.Sprintf(":%04X", port)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		// sl local_address rem_address st ...; st 0A is LISTEN.
+		if len(f) > 3 && strings.HasSuffix(f[1], want) && f[3] == "0A" {
+			return true, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return false, fmt.Errorf("loopback: reading the TCP table: %w", err)
+	}
+	return false, nil
+}

@@ -1,0 +1,205 @@
+package loopback
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The tests named TestVMPair* boot two qemu guests at once (1 vCPU and
+// 1024 MiB each) and run only with RDMA_VM_TESTS=1.
+
+// realPair returns a Pair for this host whose guests share a scratch
+// directory, or skips the test unless the VM tests are enabled. Both
+// consoles are logged when the test fails.
+func realPair(t *testing.T) *Pair {
+	t.Helper()
+	if os.Getenv(vmTestsEnv) != "1" {
+		t.Skipf("boots two qemu guests (about 30 s under TCG); set %s=1 to run it", vmTestsEnv)
+	}
+	p, err := NewPair()
+	require.NoError(t, err)
+	p.Timeout = 2 * time.Minute // a hard stop; a pair boots in 15-60 s on a loaded 2-core host
+	share := t.TempDir()
+	var consoles [2]bytes.Buffer
+	for i, vm := range []*VM{p.A, p.B} {
+		vm.Share, vm.Console = share, &consoles[i]
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("guest a console:\n%s\nguest b console:\n%s", consoles[0].String(), consoles[1].String())
+		}
+	})
+	return p
+}
+
+// pairRun is one run of a pair: each guest ran a shell script.
+type pairRun struct {
+	codeA, codeB int
+	outA, outB   string
+	err          error
+	took         time.Duration
+}
+
+// runPair runs scriptA in guest a and scriptB in guest b, in the share,
+// and logs both outputs.
+func runPair(t *testing.T, p *Pair, scriptA, scriptB string) pairRun {
+	t.Helper()
+	job := func(script string) Job {
+		return Job{Args: []string{"sh", "-c", script}, Dir: p.A.Share, Env: []string{guestPath, "SHARE=" + p.A.Share}}
+	}
+	var outA, outB bytes.Buffer
+	start := time.Now()
+	codeA, codeB, err := p.Run(context.Background(), job(scriptA), job(scriptB), &outA, &outB)
+	r := pairRun{codeA: codeA, codeB: codeB, outA: outA.String(), outB: outB.String(), err: err, took: time.Since(start)}
+	t.Logf("Pair.Run took %s (wall clock, from the call to its return): codes a=%d b=%d, err %v", r.took.Round(time.Millisecond), codeA, codeB, err)
+	t.Logf("guest a output:\n%s", r.outA)
+	t.Logf("guest b output:\n%s", r.outB)
+	return r
+}
+
+// Shell fragments for the guests' scripts.
+const (
+	// barrier makes each guest wait (up to 30 s) until the other got
+	// here too, through the share both mount: a guest that finishes
+	// powers off, and its network goes with it.
+	barrier = `barrier() { touch "$SHARE/$RDMA_ROLE.$1"; [ "$RDMA_ROLE" = a ] && peer=b || peer=a
+  i=0; while [ ! -e "$SHARE/$peer.$1" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; }
+`
+	// retryConnect runs a perftest client until it gets past connecting
+	// (up to 30 tries a second apart): perftest does not retry, and the
+	// server in the other guest may not be listening yet.
+	retryConnect = `retry_connect() { i=0
+  while :; do "$@" > /tmp/client.log 2>&1; rc=$?; cat /tmp/client.log
+    grep -q "Couldn't connect" /tmp/client.log || return $rc
+    i=$((i+1)); [ $i -ge 30 ] && return $rc; sleep 1; done; }
+`
+	// counters prints rxe0's port counters as NAME:VALUE lines.
+	counters = `(cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep . *)`
+)
+
+func TestVMPairPing(t *testing.T) {
+	p := realPair(t)
+	// Wait for the peer (it may boot later), ping it 3 times, then wait
+	// until the peer has pinged too.
+	script := barrier + `ibv_devinfo -d rxe0 | grep -E 'state|link_layer'
+i=0; until busybox ping -c 1 -W 1 $RDMA_PEER_ADDR >/dev/null 2>&1 || [ $i -ge 30 ]; do i=$((i+1)); done
+busybox ping -c 3 -W 5 $RDMA_PEER_ADDR; rc=$?
+echo "role $RDMA_ROLE local $RDMA_LOCAL_ADDR peer $RDMA_PEER_ADDR netdev $RDMA_NETDEV"
+barrier pinged; exit $rc`
+	r := runPair(t, p, script, script)
+	require.NoError(t, r.err)
+	assert.Equal(t, 0, r.codeA)
+	assert.Equal(t, 0, r.codeB)
+	for _, g := range []struct{ out, want string }{
+		{r.outA, "role a local 192.0.2.1 peer 192.0.2.2 netdev eth0"},
+		{r.outB, "role b local 192.0.2.2 peer 192.0.2.1 netdev eth0"},
+	} {
+		assert.Contains(t, g.out, "PORT_ACTIVE")
+		assert.Contains(t, g.out, "link_layer:\t\tEthernet")
+		assert.Contains(t, g.out, "3 packets transmitted, 3 packets received, 0% packet loss")
+		assert.Contains(t, g.out, g.want)
+	}
+}
+
+// bwLine matches perftest's result row for 4096-byte messages: bytes,
+// iterations, peak and average bandwidth (perftest's MB/sec is MiB/s,
+// 2^20 bytes per second, from the first post to the last completion).
+var bwLine = regexp.MustCompile(`(?m)^\s*4096\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s*$`)
+
+// averageBW returns the average bandwidth of perftest's result row in out.
+func averageBW(t *testing.T, out string) float64 {
+	t.Helper()
+	m := bwLine.FindStringSubmatch(out)
+	require.NotNil(t, m, "perftest's result row in:\n%s", out)
+	bw, err := strconv.ParseFloat(m[3], 64)
+	require.NoError(t, err)
+	return bw
+}
+
+func TestVMPairSendBW(t *testing.T) {
+	p := realPair(t)
+	const bw = "ib_send_bw -d rxe0 -s 4096 -n 2000 -F"
+	r := runPair(t, p, bw, retryConnect+"retry_connect "+bw+" $RDMA_PEER_ADDR")
+	require.NoError(t, r.err)
+	assert.Equal(t, 0, r.codeA, "server in a")
+	assert.Equal(t, 0, r.codeB, "client in b")
+	t.Logf("ib_send_bw between the guests, 4096 B x 2000 sends: average %.2f MiB/s (client, b) / %.2f MiB/s (server, a), perftest's figure (first post to last completion)",
+		averageBW(t, r.outB), averageBW(t, r.outA))
+}
+
+// parseCounters reads the NAME:VALUE lines of counters in out.
+func parseCounters(out string) map[string]int64 {
+	c := map[string]int64{}
+	for _, l := range strings.Split(out, "\n") {
+		name, v, ok := strings.Cut(l, ":")
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); ok && err == nil && !strings.ContainsAny(name, " \t") {
+			c[name] = n
+		}
+	}
+	return c
+}
+
+func TestVMPairWriteUnderLoss(t *testing.T) {
+	p := realPair(t)
+	// b (the client, which sends the RDMA WRITEs) drops 10% of what it
+	// sends; RC must retransmit what was lost.
+	const bw = "ib_write_bw -d rxe0 -s 4096 -n 1000 -F"
+	r := runPair(t, p,
+		bw+"; rc=$?; "+counters+"; exit $rc",
+		retryConnect+`tc qdisc add dev $RDMA_NETDEV root netem loss 10% || exit 99
+retry_connect `+bw+` $RDMA_PEER_ADDR; rc=$?
+tc -s qdisc show dev $RDMA_NETDEV; `+counters+"; exit $rc")
+	require.NoError(t, r.err)
+	assert.Equal(t, 0, r.codeA, "server in a")
+	assert.Equal(t, 0, r.codeB, "client in b")
+	bwB := averageBW(t, r.outB)
+
+	dropped := regexp.MustCompile(`dropped (\d+)`).FindStringSubmatch(r.outB)
+	require.NotNil(t, dropped, "tc -s shows netem's drops")
+	ca, cb := parseCounters(r.outA), parseCounters(r.outB)
+	require.Contains(t, cb, "completer_retry_err", "rxe's counters in b's output")
+	require.Contains(t, ca, "out_of_seq_request", "rxe's counters in a's output")
+	t.Logf("10%% loss on b's egress: netem dropped %s packets; b (requester): sent_pkts %d, completer_retry_err %d (retransmissions started), rcvd_seq_err %d (NAKs received); a (responder): rcvd_pkts %d, out_of_seq_request %d, duplicate_request %d; average %.2f MiB/s (perftest's figure)",
+		dropped[1], cb["sent_pkts"], cb["completer_retry_err"], cb["rcvd_seq_err"], ca["rcvd_pkts"], ca["out_of_seq_request"], ca["duplicate_request"], bwB)
+	assert.Positive(t, cb["completer_retry_err"], "the requester retransmitted")
+	assert.Positive(t, ca["out_of_seq_request"], "the responder saw the gaps")
+	assert.Zero(t, cb["retry_exceeded_err"], "no QP gave up")
+	// 1000 writes of 4096 B at MTU 1024 are 4000 packets; every lost one
+	// makes go-back-N resend the window behind it.
+	assert.Greater(t, cb["sent_pkts"], int64(4000))
+}
+
+func TestVMPairFailures(t *testing.T) {
+	t.Run("command fails in b", func(t *testing.T) {
+		p := realPair(t)
+		r := runPair(t, p, "echo waiting for a client; sleep 1000", "echo b fails; exit 3")
+		require.Error(t, r.err)
+		assert.Contains(t, r.err.Error(), "guest b's command exited with status 3; guest a was stopped because guest b ended first")
+		assert.Equal(t, 3, r.codeB)
+		assert.Equal(t, -1, r.codeA)
+		assert.Equal(t, "b fails\n", r.outB)
+		assert.Less(t, r.took, p.Timeout, "a is stopped, not left to the deadline")
+	})
+	t.Run("guest a fails to set up rxe", func(t *testing.T) {
+		p := realPair(t)
+		p.A.LoadModules = slices.DeleteFunc(slices.Clone(GuestModules), func(m string) bool { return m == "crc32_generic" })
+		r := runPair(t, p, "exit 0", "sleep 1000")
+		require.Error(t, r.err)
+		assert.Contains(t, r.err.Error(), "guest a: guest failed: rdma link add rxe0 type rxe netdev eth0")
+		assert.Contains(t, r.err.Error(), "--- last guest console lines ---")
+		assert.Contains(t, r.err.Error(), "guest b was stopped because guest a ended first")
+		assert.Equal(t, -1, r.codeA)
+		assert.Equal(t, -1, r.codeB)
+		assert.Less(t, r.took, p.Timeout, "b is stopped, not left to the deadline")
+	})
+}
