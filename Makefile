@@ -18,6 +18,12 @@ COUNT ?= 6
 BENCHTIME ?= 0.5s
 BENCH ?= .
 BENCHARGS ?=
+# make bench ATC16=1: the rdma_bench (Kalia et al., ATC'16) families with
+# their full sweeps instead of the default matrix.
+ifeq ($(ATC16),1)
+BENCH := Doorbell|Threads|Inbound|HeaderOnly|AtomicContention|ReadWindow|RegMR|Connect|CreateQueue
+BENCHARGS += -rdma.full
+endif
 STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
 
 .PHONY: all deps build test unit devtest vmtest fuzz bench compare plots calibrate clean
@@ -53,7 +59,7 @@ bench: build
 	@mkdir -p results
 	go test -c -o .cache/bench.test ./bench_test
 	@echo "make bench: writing results/bench-$(STAMP).txt"
-	set -o pipefail; cd bench_test && ../$(RXEVM) $(RXEVM_FLAGS) -- ../.cache/bench.test -test.run '^$$' \
+	set -o pipefail; cd bench_test && ../$(RXEVM) -share .. $(RXEVM_FLAGS) -- ../.cache/bench.test -test.run '^$$' \
 		-test.bench '$(BENCH)' -test.count $(COUNT) -test.benchtime $(BENCHTIME) \
 		-rdma.hlog ../results/bench-$(STAMP)-hlog $(BENCHARGS) | tee ../results/bench-$(STAMP).txt
 	@echo; echo "make bench: results in results/bench-$(STAMP).txt (histograms in results/bench-$(STAMP)-hlog/)"

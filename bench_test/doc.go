@@ -23,6 +23,14 @@
 //	signal     one signaled completion every N WRs
 //	mode       poll (busy polling) or event (completion channel)
 //	srq        the receiver uses a shared receive queue
+//	bidir      both sides stream at once (perftest -b)
+//	hdr        header-only SEND: no payload, 4-byte immediate (size 0)
+//	counters   atomics spread over this many counters …
+//	stride     … this many bytes apart
+//	threads    goroutines, each on its own OS thread with its own QPs
+//	side       requester (outbound) or responder (inbound) rate
+//	page       4K or huge pages (control path)
+//	depth      queue depth of created CQs/QPs (control path)
 //
 // # What is measured
 //
@@ -45,6 +53,7 @@
 //
 // The default matrix finishes in a few minutes on rxe in the VM.
 // -short runs the first combination of every variant (a smoke test).
+// -rdma.full runs the full sweeps of the rdma_bench families (atc16_test.go).
 // -rdma.sizes replaces every size axis (e.g. 2-1M for perftest -a's
 // powers of two up to 1 MiB; "all" for 2 B … 8 MiB).
 package bench

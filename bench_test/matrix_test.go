@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +12,19 @@ import (
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
-var flagSizes = flag.String("rdma.sizes", os.Getenv("RDMA_SIZES"), "message sizes for every size axis, e.g. 64,4K or 2-1M or all [RDMA_SIZES]")
+var (
+	flagSizes = flag.String("rdma.sizes", os.Getenv("RDMA_SIZES"), "message sizes for every size axis, e.g. 64,4K or 2-1M or all [RDMA_SIZES]")
+	flagFull  = flag.Bool("rdma.full", os.Getenv("RDMA_FULL") == "1", "run the full sweeps of the rdma_bench (ATC'16) and control-path benchmarks [RDMA_FULL=1]")
+)
+
+// full returns the full sweep under -rdma.full and the default one
+// otherwise.
+func full[T any](def, all []T) []T {
+	if *flagFull {
+		return all
+	}
+	return def
+}
 
 func TestMain(m *testing.M) { rdmatest.Main(m) }
 
@@ -29,6 +42,12 @@ type axes struct {
 	signal    []int
 	event     []bool
 	srq       []bool
+	bidir     []bool
+	hdr       []bool // header-only (Spec.HeaderOnly)
+	counters  []int  // atomics: counters the WRs rotate over
+	stride    []int  // atomics: bytes between counters
+	threads   []int
+	side      []bool // true: the rate seen at the responder (Spec.Inbound)
 }
 
 var (
@@ -59,7 +78,7 @@ func expand(tb testing.TB, op verbs.Opcode, variants []axes) []case_ {
 	}
 	var out []case_
 	for _, v := range variants {
-		if sizes != nil && v.size != nil {
+		if sizes != nil && v.size != nil && !slices.Contains(v.hdr, true) { // header-only is size 0
 			v.size = sizes
 		}
 		pts := points(op, v)
@@ -105,6 +124,15 @@ func points(op verbs.Opcode, v axes) []case_ {
 		return map[bool]string{false: "poll", true: "event"}[v.event[i]]
 	})
 	dim("srq", len(v.srq), func(c *case_, i int) string { c.spec.SRQ = v.srq[i]; return fmt.Sprint(v.srq[i]) })
+	dim("bidir", len(v.bidir), func(c *case_, i int) string { c.spec.Bidir = v.bidir[i]; return fmt.Sprint(v.bidir[i]) })
+	dim("hdr", len(v.hdr), func(c *case_, i int) string { c.spec.HeaderOnly = v.hdr[i]; return fmt.Sprint(v.hdr[i]) })
+	dim("counters", len(v.counters), func(c *case_, i int) string { c.spec.Counters = v.counters[i]; return fmt.Sprint(v.counters[i]) })
+	dim("stride", len(v.stride), func(c *case_, i int) string { c.spec.Stride = v.stride[i]; return fmt.Sprint(v.stride[i]) })
+	dim("threads", len(v.threads), func(c *case_, i int) string { c.spec.Threads = v.threads[i]; return fmt.Sprint(v.threads[i]) })
+	dim("side", len(v.side), func(c *case_, i int) string {
+		c.spec.Inbound = v.side[i]
+		return map[bool]string{false: "requester", true: "responder"}[v.side[i]]
+	})
 	for i := range pts {
 		pts[i].name = strings.TrimPrefix(pts[i].name, "/")
 	}
@@ -119,6 +147,15 @@ func latency(b *testing.B, op verbs.Opcode, variants ...axes) {
 // stream runs a streaming (bandwidth) family.
 func stream(b *testing.B, op verbs.Opcode, variants ...axes) {
 	run(b, op, variants, rdmatest.Stream)
+}
+
+// atc16 runs a streaming family of the rdma_bench scenarios, with
+// rdma_bench's selective-signalling invariants enforced (Spec.SignalRules).
+func atc16(b *testing.B, op verbs.Opcode, variants ...axes) {
+	run(b, op, variants, func(b *testing.B, d *rdmatest.Dev, s rdmatest.Spec) {
+		s.SignalRules = true
+		rdmatest.Stream(b, d, s)
+	})
 }
 
 func run(b *testing.B, op verbs.Opcode, variants []axes, measure func(*testing.B, *rdmatest.Dev, rdmatest.Spec)) {

@@ -35,20 +35,22 @@ func BenchmarkAtomicLat(b *testing.B) {
 func BenchmarkSendBW(b *testing.B) {
 	qd := []int{128}
 	stream(b, verbs.OpSend,
-		axes{transport: rcUCUD, size: []int{64, 1024}, qd: qd, batch: one, signal: one, event: no, srq: no},
-		axes{transport: rc, size: []int{4096}, qd: qd, batch: one, signal: one, event: no, srq: no},
-		axes{transport: rc, size: []int{1024}, qd: qd, batch: one, signal: one, event: yes, srq: no},
-		axes{transport: rc, size: []int{1024}, qd: qd, batch: one, signal: one, event: no, srq: yes},
+		axes{transport: rcUCUD, size: []int{64, 1024}, qd: qd, batch: one, signal: one, event: no, srq: no, bidir: no},
+		axes{transport: rc, size: []int{4096}, qd: qd, batch: one, signal: one, event: no, srq: no, bidir: no},
+		axes{transport: rc, size: []int{1024}, qd: qd, batch: one, signal: one, event: yes, srq: no, bidir: no},
+		axes{transport: rc, size: []int{1024}, qd: qd, batch: one, signal: one, event: no, srq: yes, bidir: no},
+		axes{transport: rcUCUD, size: []int{1024}, qd: qd, batch: one, signal: one, event: no, srq: no, bidir: yes},
 	)
 }
 
 func BenchmarkWriteBW(b *testing.B) {
 	qd := []int{128}
 	stream(b, verbs.OpWrite,
-		axes{transport: rcUC, size: []int{64, 4096, 65536}, qd: qd, qps: one, inline: no, batch: one, signal: one},
-		axes{transport: rc, size: []int{64}, qd: qd, qps: one, inline: yes, batch: one, signal: one},
-		axes{transport: rc, size: []int{64}, qd: qd, qps: one, inline: no, batch: []int{8}, signal: []int{8}},
-		axes{transport: rc, size: []int{4096}, qd: qd, qps: []int{4}, inline: no, batch: one, signal: one},
+		axes{transport: rcUC, size: []int{64, 4096, 65536}, qd: qd, qps: one, inline: no, batch: one, signal: one, bidir: no},
+		axes{transport: rc, size: []int{64}, qd: qd, qps: one, inline: yes, batch: one, signal: one, bidir: no},
+		axes{transport: rc, size: []int{64}, qd: qd, qps: one, inline: no, batch: []int{8}, signal: []int{8}, bidir: no},
+		axes{transport: rc, size: []int{4096}, qd: qd, qps: []int{4}, inline: no, batch: one, signal: one, bidir: no},
+		axes{transport: rcUC, size: []int{4096}, qd: qd, qps: one, inline: no, batch: one, signal: one, bidir: yes},
 	)
 }
 

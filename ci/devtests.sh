@@ -19,7 +19,7 @@ for p in "$@"; do
 		out=$(cd "$root/$p" && "$bin" -test.run '^$' -test.bench PostPoll -test.benchtime 500x -test.timeout 5m 2>&1)
 		rc2=$?
 		echo "$out"
-		if ((rc2 == 0)) && ! grep -Eq '^BenchmarkPostPoll.* 0 B/op +0 allocs/op' <<<"$out"; then
+		if ((rc2 == 0)) && ! grep -Eq '^BenchmarkPostPoll.*[[:space:]]0 B/op[[:space:]]+0 allocs/op' <<<"$out"; then
 			echo "FAIL: BenchmarkPostPoll allocates"
 			rc2=1
 		fi

@@ -55,6 +55,14 @@
 //     (perftest prints MiB/s = 2^20 bytes/s: MB/s = 1.048576 × MiB/s).
 //     For streaming benchmarks the elapsed time runs from the first post
 //     to the last completion, as perftest's BW average.
+//   - bidir=true (streaming): side B streams the mirror of A's stream
+//     back to A at the same time, posting in lockstep as many messages as
+//     A has posted, so each side moves b.N messages; the timed region
+//     ends when both have completed. MB/s counts both directions
+//     (b.SetBytes(2·size)), msgs/s = 2·b.N / elapsed, and the latency
+//     percentiles merge both sides' samples.
+//   - Inbound, threads, header-only, atomics over many counters and the
+//     control path: see Stream and ControlPath.
 //   - ns/op: elapsed time divided by iterations. An iteration is one
 //     message for streaming benchmarks and one full round trip (not
 //     halved) for latency benchmarks.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"time"
@@ -16,6 +17,10 @@ type Options struct {
 	GIDIndex int // -1: best GID
 	Timeout  time.Duration
 	HlogDir  string
+	// Peer is host:port of a remote rdmapeer that plays side B; empty:
+	// both sides on this device.
+	Peer      string
+	PeerToken string
 }
 
 var (
@@ -24,6 +29,8 @@ var (
 	flagGID     = flag.Int("rdma.gid", envInt("RDMA_GID_INDEX", -1), "GID index; -1 = best GID (RoCE v2, IPv4-mapped) [RDMA_GID_INDEX]")
 	flagTimeout = flag.Duration("rdma.timeout", envDuration("RDMA_TIMEOUT", 10*time.Second), "deadline for every single wait for a completion or a peer [RDMA_TIMEOUT]")
 	flagHlog    = flag.String("rdma.hlog", env("RDMA_HLOG_DIR", ""), "directory for HdrHistogram .hlog files, one per benchmark [RDMA_HLOG_DIR]")
+	flagPeer    = flag.String("rdma.peer", env("RDMA_PEER", ""), "host:port of an rdmapeer that plays the passive side on another host [RDMA_PEER]")
+	flagToken   = flag.String("rdma.peer-token", env("RDMA_PEER_TOKEN", ""), "shared secret the peer requires [RDMA_PEER_TOKEN]")
 )
 
 // envErrs collects malformed environment values, reported by Opts.
@@ -33,8 +40,14 @@ var envErrs []error
 // fallbacks), checked: a malformed environment value or an out-of-range
 // setting is an error naming the value and the limit.
 func Opts() (Options, error) {
-	o := Options{Device: *flagDev, Port: *flagPort, GIDIndex: *flagGID, Timeout: *flagTimeout, HlogDir: *flagHlog}
 	errs := append([]error(nil), envErrs...)
+	o := Options{Device: *flagDev, Port: *flagPort, GIDIndex: *flagGID, Timeout: *flagTimeout, HlogDir: *flagHlog,
+		Peer: *flagPeer, PeerToken: *flagToken}
+	if o.Peer != "" {
+		if _, _, err := net.SplitHostPort(o.Peer); err != nil {
+			errs = append(errs, fmt.Errorf("rdmatest: -rdma.peer %q is not host:port: %w", o.Peer, err))
+		}
+	}
 	if o.Port < 1 || o.Port > 255 {
 		errs = append(errs, fmt.Errorf("rdmatest: -rdma.port %d is out of range 1..255", o.Port))
 	}

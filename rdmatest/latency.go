@@ -129,6 +129,9 @@ func reportCounters(b *testing.B, d *Dev, before Counters) {
 // (answering pings) and the requester's iteration, which returns one
 // sample.
 func (p *Pair) pingPong(s *Spec, timeout time.Duration) (func() (int64, error), *responder, error) {
+	if p.remote != nil {
+		return p.remotePingPong(s, timeout)
+	}
 	switch {
 	case s.Op == verbs.OpWrite:
 		return writePing(p.A, s, timeout), serveWriteEcho(p.B, s, timeout), nil
@@ -146,6 +149,28 @@ func (p *Pair) pingPong(s *Spec, timeout time.Duration) (func() (int64, error), 
 	default:
 		return roundTrip(p.A, s, timeout), nil, nil
 	}
+}
+
+// remotePingPong is pingPong with side B in a remote peer: the requester's
+// half is the same, the peer plays the role.
+func (p *Pair) remotePingPong(s *Spec, timeout time.Duration) (func() (int64, error), *responder, error) {
+	var iter func() (int64, error)
+	var err error
+	switch {
+	case s.Op == verbs.OpWrite:
+		iter = writePing(p.A, s, timeout)
+	case s.consumesRecv():
+		iter, err = recvPing(p.A, s, p.Cfg.RecvDepth, timeout)
+	default:
+		iter = roundTrip(p.A, s, timeout)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.remote.start(); err != nil {
+		return nil, nil, err
+	}
+	return iter, p.remote.responder(), nil
 }
 
 // roundTrip: post one READ or atomic, wait for its completion; the sample

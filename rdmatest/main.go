@@ -16,6 +16,7 @@ import (
 var Units = []struct{ Name, Better string }{
 	{"p50-ns", "lower"}, {"p90-ns", "lower"}, {"p99-ns", "lower"}, {"p99.9-ns", "lower"},
 	{"p99.99-ns", "lower"}, {"max-ns", "lower"}, {"msgs/s", "higher"},
+	{"msgs/s/thread", "higher"}, {"ops/s", "higher"},
 }
 
 // Main is a TestMain for packages of device benchmarks: it parses the

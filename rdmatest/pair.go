@@ -1,6 +1,7 @@
 package rdmatest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
@@ -28,6 +29,10 @@ type PairConfig struct {
 	SRQ bool
 	// Event gives each side's CQ a completion channel (event mode).
 	Event bool
+	// Spec and Streaming describe the measurement, for a remote peer
+	// (-rdma.peer), which must know which passive role to play.
+	Spec      *Spec
+	Streaming bool
 }
 
 func (c *PairConfig) defaults() {
@@ -65,6 +70,26 @@ type Side struct {
 	depth int
 }
 
+// Resources collects verbs objects and closes them in reverse order of
+// creation.
+type Resources struct{ objs []interface{ Close() error } }
+
+// Add registers c to be closed by Close.
+func (r *Resources) Add(c interface{ Close() error }) { r.objs = append(r.objs, c) }
+
+// Close closes everything added, newest first, and returns every error.
+// Calling it again does nothing.
+func (r *Resources) Close() error {
+	var errs []error
+	for i := len(r.objs) - 1; i >= 0; i-- {
+		if err := r.objs[i].Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing %T: %w", r.objs[i], err))
+		}
+	}
+	r.objs = nil
+	return errors.Join(errs...)
+}
+
 // Target is what a side knows of one remote QP: where its "in" slot is,
 // how to address it.
 type Target struct {
@@ -72,6 +97,111 @@ type Target struct {
 	Addr uint64 // the remote "in" slot
 	RKey uint32
 	Dest verbs.UDDest // UD only
+}
+
+// Endpoints returns what the side publishes for each QP (its address for
+// the connection), with starting PSNs from psnBase.
+func (s *Side) Endpoints(d *Dev, psnBase int) ([]verbs.Endpoint, error) {
+	var eps []verbs.Endpoint
+	for i, qp := range s.QPs {
+		ep, err := qp.Endpoint(d.Port, d.GID.Index, psn(i, psnBase))
+		if err != nil {
+			return nil, fmt.Errorf("rdmatest: %w", err)
+		}
+		eps = append(eps, ep)
+	}
+	return eps, nil
+}
+
+// Targets returns the side's "in" slots as the other side addresses them.
+func (s *Side) Targets() []Target {
+	var ts []Target
+	for i, qp := range s.QPs {
+		ts = append(ts, Target{QPN: qp.QPN(), Addr: s.In(i, 1).Addr, RKey: s.MR.RKey()})
+	}
+	return ts
+}
+
+// Connect moves QP i of the side to RTS facing remote[i] and records
+// where the remote "in" slots are (targets[i]; for UD an address handle
+// to the remote GID is made). local are the side's own endpoints (for
+// their PSNs); access is the remote access the QPs allow; mtu is the path
+// MTU in bytes (0: the port's active MTU).
+func (s *Side) Connect(d *Dev, pd *verbs.PD, res *Resources, transport verbs.Transport, local, remote []verbs.Endpoint, targets []Target, access verbs.Access, mtu int) error {
+	if len(remote) != len(s.QPs) || len(targets) != len(s.QPs) {
+		return fmt.Errorf("rdmatest: %d QPs, but %d remote endpoints and %d targets", len(s.QPs), len(remote), len(targets))
+	}
+	for i, qp := range s.QPs {
+		err := qp.Connect(verbs.ConnectConfig{
+			Port: d.Port, GIDIndex: d.GID.Index, MTU: mtu, LocalPSN: local[i].PSN, Remote: remote[i], Access: access,
+		})
+		if err != nil {
+			return fmt.Errorf("rdmatest: connecting QP %#x to %#x: %w", local[i].QPN, remote[i].QPN, err)
+		}
+		t := targets[i]
+		if transport == verbs.TransportUD {
+			ah, err := pd.NewAH(verbs.AHConfig{Port: d.Port, GIDIndex: d.GID.Index, GID: remote[i].GID, LID: remote[i].LID})
+			if err != nil {
+				return fmt.Errorf("rdmatest: address handle: %w", err)
+			}
+			res.Add(ah)
+			t.Dest = ah.Dest(remote[i].QPN, verbs.DefaultQKey)
+		}
+		s.Peer = append(s.Peer, t)
+	}
+	return nil
+}
+
+// NewSide creates one side: a CQ (with a completion channel in event
+// mode), the message memory registered with access, an SRQ when srq, and
+// the QPs. Everything goes into res.
+func NewSide(d *Dev, pd *verbs.PD, res *Resources, c PairConfig, srq bool, access verbs.Access) (*Side, error) {
+	c.defaults()
+	s := &Side{depth: c.SendDepth}
+	s.slot = c.SlotSize
+	if c.Transport == verbs.TransportUD {
+		s.slot += grhBytes
+	}
+	s.slot = (s.slot + 63) &^ 63
+	var err error
+	wrap := func(what string, err error) error { return fmt.Errorf("rdmatest: %s: %w", what, err) }
+	if c.Event {
+		if s.Channel, err = d.NewChannel(); err != nil {
+			return nil, wrap("completion channel", err)
+		}
+		res.Add(s.Channel)
+	}
+	cqDepth := min(c.QPs*(c.SendDepth+c.RecvDepth), d.Attr().MaxCQE)
+	if s.CQ, err = d.NewCQ(cqDepth, s.Channel); err != nil {
+		return nil, wrap("completion queue", err)
+	}
+	res.Add(s.CQ)
+	if s.Buf, err = verbs.AllocBuffer(2*c.QPs*s.slot, false); err != nil {
+		return nil, wrap("buffer", err)
+	}
+	res.Add(s.Buf)
+	if s.MR, err = pd.RegMR(s.Buf, access); err != nil {
+		return nil, wrap("memory region", err)
+	}
+	res.Add(s.MR)
+	if srq {
+		if s.SRQ, err = pd.NewSRQ(c.RecvDepth, 1); err != nil {
+			return nil, wrap("shared receive queue", err)
+		}
+		res.Add(s.SRQ)
+	}
+	for range c.QPs {
+		qp, err := pd.NewQP(verbs.QPConfig{
+			Transport: c.Transport, SendCQ: s.CQ, RecvCQ: s.CQ, SRQ: s.SRQ,
+			MaxSendWR: c.SendDepth, MaxRecvWR: c.RecvDepth, MaxInline: c.Inline,
+		})
+		if err != nil {
+			return nil, wrap("queue pair", err)
+		}
+		res.Add(qp)
+		s.QPs = append(s.QPs, qp)
+	}
+	return s, nil
 }
 
 // Out returns the SGE of QP i's outgoing slot, n bytes.
@@ -92,143 +222,77 @@ func (s *Side) OutBytes(i int) []byte {
 	return s.Buf.Bytes()[off : off+s.slot]
 }
 
-// Pair is two sides connected QP to QP on one device: A, the requester
-// the benchmark drives, and B, the passive side.
+// Pair is two sides connected QP to QP: A, the requester the benchmark
+// drives, and B, the passive side — on the same device, or, with
+// -rdma.peer, B is made by a remote peer (then B is nil and its role runs
+// there).
 type Pair struct {
 	Dev  *Dev
 	PD   *verbs.PD
 	A, B *Side
 	Cfg  PairConfig
+
+	res    Resources
+	remote *remote
 }
 
-// allAccess is what the sides' memory and QPs allow: the passive side is
-// the target of every verb.
+// allAccess is what the requester's memory and QPs allow (a passive side
+// in another process gets only what its scenario needs: see PassiveAccess).
 const allAccess = verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead | verbs.AccessRemoteAtomic
 
 // NewPair creates and connects a pair; everything is released when tb
 // ends. Errors fail tb.
 func NewPair(tb testing.TB, d *Dev, cfg PairConfig) *Pair {
 	tb.Helper()
-	p, err := newPair(tb, d, cfg)
-	if err != nil {
+	cfg.defaults()
+	p := &Pair{Dev: d, Cfg: cfg}
+	tb.Cleanup(func() {
+		if err := p.close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	if err := p.open(); err != nil {
 		tb.Fatal(err)
 	}
 	return p
 }
 
-func newPair(tb testing.TB, d *Dev, cfg PairConfig) (*Pair, error) {
-	cfg.defaults()
-	p := &Pair{Dev: d, Cfg: cfg}
+func (p *Pair) open() error {
+	d, cfg := p.Dev, p.Cfg
 	var err error
 	if p.PD, err = d.AllocPD(); err != nil {
-		return nil, fmt.Errorf("rdmatest: %w", err)
+		return fmt.Errorf("rdmatest: %w", err)
 	}
-	Close(tb, p.PD)
-	if p.A, err = p.newSide(tb, false); err != nil {
-		return nil, err
+	p.res.Add(p.PD)
+	if p.A, err = NewSide(d, p.PD, &p.res, cfg, false, allAccess); err != nil {
+		return err
 	}
-	if p.B, err = p.newSide(tb, cfg.SRQ); err != nil {
-		return nil, err
+	epA, err := p.A.Endpoints(d, 0)
+	if err != nil {
+		return err
 	}
-	if err := p.connect(tb); err != nil {
-		return nil, err
+	if d.Opts.Peer != "" {
+		return p.openRemote(epA)
 	}
-	return p, nil
+	if p.B, err = NewSide(d, p.PD, &p.res, cfg, cfg.SRQ, allAccess); err != nil {
+		return err
+	}
+	epB, err := p.B.Endpoints(d, 1)
+	if err != nil {
+		return err
+	}
+	if err := p.A.Connect(d, p.PD, &p.res, cfg.Transport, epA, epB, p.B.Targets(), allAccess, 0); err != nil {
+		return err
+	}
+	return p.B.Connect(d, p.PD, &p.res, cfg.Transport, epB, epA, p.A.Targets(), allAccess, 0)
 }
 
-func (p *Pair) newSide(tb testing.TB, srq bool) (*Side, error) {
-	c := p.Cfg
-	s := &Side{depth: c.SendDepth}
-	s.slot = c.SlotSize
-	if c.Transport == verbs.TransportUD {
-		s.slot += grhBytes
-	}
-	s.slot = (s.slot + 63) &^ 63
+func (p *Pair) close() error {
 	var err error
-	wrap := func(what string, err error) error { return fmt.Errorf("rdmatest: %s: %w", what, err) }
-	if c.Event {
-		if s.Channel, err = p.Dev.NewChannel(); err != nil {
-			return nil, wrap("completion channel", err)
-		}
-		Close(tb, s.Channel)
+	if p.remote != nil {
+		err = p.remote.close()
 	}
-	cqDepth := c.QPs * (c.SendDepth + c.RecvDepth)
-	if max := p.Dev.Attr().MaxCQE; cqDepth > max {
-		cqDepth = max
-	}
-	if s.CQ, err = p.Dev.NewCQ(cqDepth, s.Channel); err != nil {
-		return nil, wrap("completion queue", err)
-	}
-	Close(tb, s.CQ)
-	if s.Buf, err = verbs.AllocBuffer(2*c.QPs*s.slot, false); err != nil {
-		return nil, wrap("buffer", err)
-	}
-	Close(tb, s.Buf)
-	if s.MR, err = p.PD.RegMR(s.Buf, allAccess); err != nil {
-		return nil, wrap("memory region", err)
-	}
-	Close(tb, s.MR)
-	if srq {
-		if s.SRQ, err = p.PD.NewSRQ(c.RecvDepth, 1); err != nil {
-			return nil, wrap("shared receive queue", err)
-		}
-		Close(tb, s.SRQ)
-	}
-	for range c.QPs {
-		qp, err := p.PD.NewQP(verbs.QPConfig{
-			Transport: c.Transport, SendCQ: s.CQ, RecvCQ: s.CQ, SRQ: s.SRQ,
-			MaxSendWR: c.SendDepth, MaxRecvWR: c.RecvDepth, MaxInline: c.Inline,
-		})
-		if err != nil {
-			return nil, wrap("queue pair", err)
-		}
-		Close(tb, qp)
-		s.QPs = append(s.QPs, qp)
-	}
-	return s, nil
-}
-
-// connect moves every QP to RTS, QP i of A facing QP i of B, and fills
-// in each side's view of the other.
-func (p *Pair) connect(tb testing.TB) error {
-	d := p.Dev
-	for i := range p.A.QPs {
-		a, b := p.A.QPs[i], p.B.QPs[i]
-		epA, err := a.Endpoint(d.Port, d.GID.Index, psn(i, 0))
-		if err != nil {
-			return fmt.Errorf("rdmatest: %w", err)
-		}
-		epB, err := b.Endpoint(d.Port, d.GID.Index, psn(i, 1))
-		if err != nil {
-			return fmt.Errorf("rdmatest: %w", err)
-		}
-		for _, c := range []struct {
-			qp            *verbs.QP
-			local, remote verbs.Endpoint
-		}{{a, epA, epB}, {b, epB, epA}} {
-			err := c.qp.Connect(verbs.ConnectConfig{
-				Port: d.Port, GIDIndex: d.GID.Index, LocalPSN: c.local.PSN, Remote: c.remote, Access: allAccess,
-			})
-			if err != nil {
-				return fmt.Errorf("rdmatest: connecting QP %#x to %#x: %w", c.local.QPN, c.remote.QPN, err)
-			}
-		}
-	}
-	for _, s := range []struct{ from, to *Side }{{p.A, p.B}, {p.B, p.A}} {
-		for i, qp := range s.to.QPs {
-			t := Target{QPN: qp.QPN(), Addr: s.to.In(i, 1).Addr, RKey: s.to.MR.RKey()}
-			if p.Cfg.Transport == verbs.TransportUD {
-				ah, err := p.PD.NewAH(verbs.AHConfig{Port: d.Port, GIDIndex: d.GID.Index, GID: d.GID.GID})
-				if err != nil {
-					return fmt.Errorf("rdmatest: address handle: %w", err)
-				}
-				Close(tb, ah)
-				t.Dest = ah.Dest(qp.QPN(), verbs.DefaultQKey)
-			}
-			s.from.Peer = append(s.from.Peer, t)
-		}
-	}
-	return nil
+	return errors.Join(err, p.res.Close())
 }
 
 // psn gives each QP of each side its own starting packet sequence number.

@@ -15,6 +15,9 @@ type responder struct {
 	stop    atomic.Bool
 	done    chan error
 	timeout time.Duration
+	// stopFn, when set, replaces the goroutine: the role runs elsewhere
+	// (a remote peer) and stopFn ends it.
+	stopFn func() error
 }
 
 func startResponder(timeout time.Duration, work func(stop *atomic.Bool) error) *responder {
@@ -31,6 +34,11 @@ func startResponder(timeout time.Duration, work func(stop *atomic.Bool) error) *
 func (r *responder) Stop() error {
 	if r == nil {
 		return nil
+	}
+	if r.stopFn != nil {
+		f := r.stopFn
+		r.stopFn = func() error { return nil } // stop once
+		return f()
 	}
 	r.stop.Store(true)
 	select {
@@ -118,32 +126,66 @@ func recvIndex(wc *verbs.WC) int { return int(wc.ID) }
 // isRecv tells receive completions from send-side ones.
 func isRecv(wc *verbs.WC) bool { return wc.Opcode&verbs.WCRecv != 0 }
 
-// sink is the passive side of a stream: it reposts every receive.
-func sink(p *Pair, n int, timeout time.Duration) (*responder, error) {
-	rc := newReceiver(p.B, n)
-	if err := rc.fill(p.Cfg.RecvDepth); err != nil {
+// sinkSide is the passive side of a stream: it reposts every receive,
+// and counts the receive completions and when it saw them (for Inbound
+// runs, see sinkSide.report).
+type sinkSide struct {
+	resp         *responder
+	recvs, first int64     // receives seen; how many the first poll with any returned
+	t0, t1       time.Time // when the first and the last poll with receives returned
+}
+
+// sink starts the passive side of a stream: on p.B, or on the remote
+// peer (which then counts nothing here).
+func sink(p *Pair, n int, timeout time.Duration) (*sinkSide, error) {
+	if p.remote != nil {
+		if err := p.remote.start(); err != nil {
+			return nil, err
+		}
+		return &sinkSide{resp: p.remote.responder()}, nil
+	}
+	return sinkOn(p.B, p.Cfg.RecvDepth, n, timeout)
+}
+
+// sinkOn keeps recvDepth receives of n bytes posted on side b.
+func sinkOn(b *Side, recvDepth, n int, timeout time.Duration) (*sinkSide, error) {
+	rc := newReceiver(b, n)
+	if err := rc.fill(recvDepth); err != nil {
 		return nil, fmt.Errorf("rdmatest: posting the passive side's receives: %w", err)
 	}
-	poll := NewPoller(p.B, 64, timeout)
-	return startResponder(timeout, func(stop *atomic.Bool) error {
+	poll := NewPoller(b, 64, timeout)
+	in := &sinkSide{}
+	in.resp = startResponder(timeout, func(stop *atomic.Bool) error {
 		for !stop.Load() {
 			wcs, err := poll.Poll()
 			if err != nil {
 				return fmt.Errorf("rdmatest: passive side: %w", err)
 			}
+			if len(wcs) == 0 {
+				if err := rc.flush(); err != nil {
+					return err
+				}
+				continue
+			}
+			got := int64(0)
 			for i := range wcs {
 				if isRecv(&wcs[i]) {
 					if err := rc.consumed(recvIndex(&wcs[i])); err != nil {
 						return err
 					}
+					got++
 				}
 			}
-			if len(wcs) == 0 {
-				if err := rc.flush(); err != nil {
-					return err
+			if got > 0 {
+				now := time.Now()
+				if in.recvs == 0 {
+					in.t0, in.first = now, got
 				}
+				in.t1 = now
+				in.recvs += got
 			}
 		}
 		return nil
-	}), nil
+	})
+	return in, nil
 }

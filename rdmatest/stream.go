@@ -25,16 +25,25 @@ type streamQP struct {
 	lastSignal uint64         // sequence number + 1 of the last signaled WR posted
 	postedAt   []int64        // ring: post time of signaled WR seq at seq & mask
 	mask       uint64
+	base       uint64 // the remote address of counter 0 (atomics)
 }
 
 // stream is the requester's side of a streaming run.
 type stream struct {
 	s     *Spec
-	p     *Pair
+	p     *Pair // p.A is the side this stream posts from (B for a mirror)
 	qps   []streamQP
 	poll  *Poller
 	rec   *Recorder
 	start time.Time
+	// recv reposts the side's own receives for the peer's messages: only
+	// in bidir runs of verbs that consume a receive, where one CQ carries
+	// both the side's send completions and its receive completions.
+	recv *receiver
+	// rr and pending are the QP the next message goes to and the messages
+	// queued for it (add); msgs counts the messages posted.
+	rr, pending int
+	msgs        int64
 }
 
 // Stream measures spec s as a stream: QD WRs outstanding per QP, posted
@@ -43,23 +52,61 @@ type stream struct {
 // and latency under load (p50-ns … max-ns: post to completion of each
 // signaled WR). The timed region runs from the first post to the last
 // completion. Unsupported combinations are skipped, invalid ones fail.
+//
+// Variants, by Spec field:
+//
+//   - Bidir: side B streams the mirror of A's stream to A at the same
+//     time (B's QP i to A's QP i, same verb, size and knobs), in lockstep:
+//     B posts, from a goroutine locked to its own OS thread, exactly as
+//     many messages as A has posted so far, so both move b.N messages.
+//     The timed region runs from A's first post until both streams'
+//     last completions. MB/s counts the payload of both directions
+//     (b.SetBytes(2·Size)), msgs/s = 2·b.N / elapsed, and the latency
+//     percentiles merge both sides' samples. For verbs that consume a
+//     receive, each side reposts its own receives while it streams.
+//   - Inbound: msgs/s is the passive side's rate: (R − R₁) / (t_last −
+//     t_first), where R receives completed at B, t_first and t_last are
+//     when B's poll first and last returned receive completions and R₁
+//     is how many the first poll returned. No MB/s is reported; ns/op
+//     and the latency percentiles stay the requester's.
+//   - Threads ≥ 1: see the threads section of the package documentation
+//     (streamThreads): Threads goroutines, each with its own pair.
+//   - Counters, Stride (atomics): WR k of a QP targets counter k mod
+//     Counters, at Stride·(k mod Counters) bytes into the passive side's
+//     slot of that QP.
 func Stream(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
 	s.defaults()
 	if err := s.Check(d, true); err != nil {
 		skipOrFail(b, err)
 	}
+	if s.Threads > 0 {
+		streamThreads(b, d, s)
+		return
+	}
 	p := NewPair(b, d, s.pairConfig(true))
 	timeout := d.Opts.Timeout
+	st := newStream(&s, p, timeout)
 	var resp *responder
-	if s.consumesRecv() {
-		var err error
-		if resp, err = sink(p, recvBytes(&s), timeout); err != nil {
-			b.Fatal(err)
+	var in *sinkSide
+	var mirror *mirrorStream
+	var err error
+	switch {
+	case s.Bidir:
+		mirror, err = startMirror(st)
+		if mirror != nil {
+			resp = mirror.resp
+		}
+	case s.consumesRecv():
+		in, err = sink(p, recvBytes(&s), timeout)
+		if in != nil {
+			resp = in.resp
 		}
 	}
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer resp.Stop()
-	st := newStream(&s, p, timeout)
 	fail := func(err error) {
 		if rerr := resp.Stop(); rerr != nil {
 			err = fmt.Errorf("%w (passive side: %v)", err, rerr)
@@ -68,31 +115,47 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	}
 
 	before := readCounters(b, d)
-	b.SetBytes(int64(s.Size))
+	directions := 1
+	if s.Bidir {
+		directions = 2
+	}
+	if !s.Inbound {
+		b.SetBytes(int64(directions * s.Size))
+	}
 	b.ReportAllocs()
-	pending, rr := 0, 0
 	st.start = time.Now()
 	for b.Loop() {
-		pending++
-		if pending == s.Batch {
-			if err := st.post(rr, pending); err != nil {
-				fail(err)
-			}
-			pending, rr = 0, (rr+1)%len(st.qps)
+		if err := st.add(); err != nil {
+			fail(err)
+		}
+		if mirror != nil {
+			mirror.target.Store(st.msgs)
 		}
 	}
 	// The messages still in flight belong to the measurement: the timer
 	// runs again until the last one has completed.
 	b.StartTimer()
-	if err := st.finish(rr, pending); err != nil {
+	if err := st.finish(st.rr, st.pending); err != nil {
 		fail(err)
+	}
+	if mirror != nil {
+		if err := mirror.drain(st, int64(b.N)); err != nil {
+			fail(err)
+		}
 	}
 	b.StopTimer()
 	if err := resp.Stop(); err != nil {
 		b.Fatal(err)
 	}
+	if mirror != nil {
+		st.rec.Merge(mirror.st.rec)
+	}
 	ReportLatency(b, st.rec)
-	ReportRate(b, b.N)
+	if s.Inbound {
+		in.report(b)
+	} else {
+		ReportRate(b, directions*b.N)
+	}
 	reportCounters(b, d, before)
 }
 
@@ -106,10 +169,27 @@ func newStream(s *Spec, p *Pair, timeout time.Duration) *stream {
 		q := streamQP{qp: qp, wrs: make([]verbs.SendWR, s.Batch), postedAt: make([]int64, ring), mask: ring - 1}
 		for j := range q.wrs {
 			q.wrs[j] = sendWR(s, p.A, i)
+			if s.HeaderOnly {
+				q.wrs[j].NumSGE = 0
+			}
 		}
+		q.base = q.wrs[0].RemoteAddr
 		st.qps = append(st.qps, q)
 	}
 	return st
+}
+
+// add queues one message; a full batch is posted on the current QP, and
+// the next batch goes to the next QP.
+func (st *stream) add() error {
+	st.pending++
+	if st.pending == st.s.Batch {
+		if err := st.post(st.rr, st.pending); err != nil {
+			return err
+		}
+		st.pending, st.rr = 0, (st.rr+1)%len(st.qps)
+	}
+	return nil
 }
 
 // post posts the first n WRs of QP i's batch, after waiting for room.
@@ -122,10 +202,14 @@ func (st *stream) post(i, n int) error {
 	}
 	now := time.Since(st.start).Nanoseconds()
 	sig := uint64(st.s.Signal)
+	counters, stride := uint64(st.s.Counters), uint64(st.s.Stride)
 	for j := range n {
 		seq := q.posted + uint64(j)
 		wr := &q.wrs[j]
 		wr.ID = uint64(i)<<seqBits | seq
+		if counters > 1 {
+			wr.RemoteAddr = q.base + seq%counters*stride
+		}
 		if (seq+1)%sig == 0 {
 			wr.Flags |= verbs.FlagSignaled
 			q.postedAt[seq&q.mask] = now
@@ -138,6 +222,7 @@ func (st *stream) post(i, n int) error {
 		return err
 	}
 	q.posted += uint64(n)
+	st.msgs += int64(n)
 	return st.reap(false)
 }
 
@@ -154,8 +239,20 @@ func (st *stream) reap(wait bool) error {
 	if err != nil {
 		return err
 	}
+	if len(wcs) == 0 && st.recv != nil {
+		return st.recv.flush()
+	}
 	now := time.Since(st.start).Nanoseconds()
 	for k := range wcs {
+		if isRecv(&wcs[k]) {
+			if st.recv == nil {
+				return fmt.Errorf("rdmatest: unexpected receive completion (wr_id %d) on the requester's CQ", wcs[k].ID)
+			}
+			if err := st.recv.consumed(recvIndex(&wcs[k])); err != nil {
+				return err
+			}
+			continue
+		}
 		id := wcs[k].ID
 		q := &st.qps[(id&^markerFlag)>>seqBits]
 		seq := id & seqMask
@@ -175,10 +272,33 @@ func (st *stream) outstanding() int {
 	return n
 }
 
+// marker is the completion marker of QP i: a signaled WR of the same
+// class as the stream's verb, so that the passive side needs no access it
+// does not grant already (a remote peer grants only what the scenario
+// needs), and that moves no payload of the stream's: a zero-byte SEND (to
+// a remote peer or on UD; otherwise an RDMA WRITE), RDMA WRITE or RDMA READ, or for atomics a fetch-and-add of 0 on the
+// first counter (its 8 bytes come back into the requester's "in" slot).
+func (st *stream) marker(i int) verbs.SendWR {
+	a, t := st.p.A, st.p.A.Peer[i]
+	m := verbs.SendWR{Flags: verbs.FlagSignaled, RemoteAddr: t.Addr, RKey: t.RKey, UD: t.Dest}
+	switch {
+	case st.s.isSend() && (st.p.remote != nil || st.s.Transport == verbs.TransportUD):
+		// A remote peer grants no remote write for SEND, and UD has
+		// nothing else; locally an RDMA WRITE keeps receive counts exact.
+		m.Op = verbs.OpSend
+	case st.s.Op == verbs.OpRead:
+		m.Op = verbs.OpRead
+	case st.s.isAtomic():
+		m.Op, m.NumSGE, m.SGE[0] = verbs.OpFetchAdd, 1, a.In(i, 8)
+	default:
+		m.Op = verbs.OpWrite
+	}
+	return m
+}
+
 // finish posts the partial batch left by the loop, makes sure every QP's
-// last WR is signaled (with a zero-byte marker WR where it is not: an
-// RDMA WRITE, or a SEND on UD, that moves no payload and is not counted
-// as a message), and waits until everything has completed.
+// last WR is signaled (with a marker WR where it is not, see marker; it
+// is not counted as a message), and waits until everything has completed.
 func (st *stream) finish(i, pending int) error {
 	if pending > 0 {
 		if err := st.post(i, pending); err != nil {
@@ -195,11 +315,8 @@ func (st *stream) finish(i, pending int) error {
 				return err
 			}
 		}
-		m := verbs.SendWR{ID: markerFlag | uint64(i)<<seqBits | q.posted, Op: verbs.OpWrite, Flags: verbs.FlagSignaled}
-		if st.s.Transport == verbs.TransportUD {
-			m.Op = verbs.OpSend
-		}
-		m.RemoteAddr, m.RKey, m.UD = st.p.A.Peer[i].Addr, st.p.A.Peer[i].RKey, st.p.A.Peer[i].Dest
+		m := st.marker(i)
+		m.ID = markerFlag | uint64(i)<<seqBits | q.posted
 		if err := q.qp.PostSend([]verbs.SendWR{m}); err != nil {
 			return fmt.Errorf("rdmatest: posting the completion marker: %w", err)
 		}

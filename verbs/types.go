@@ -506,3 +506,13 @@ func flagString(v uint32, names []string) string {
 	}
 	return strings.Join(parts, "|")
 }
+
+// ParseOpcode reads an opcode by its String name ("SEND", "RDMA_WRITE", …).
+func ParseOpcode(name string) (Opcode, error) {
+	for op := OpSend; op <= OpCmpSwap; op++ {
+		if op.String() == name {
+			return op, nil
+		}
+	}
+	return 0, fmt.Errorf("verbs: unknown opcode %q (known: SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ, ATOMIC_FETCH_AND_ADD, ATOMIC_CMP_AND_SWP)", name)
+}

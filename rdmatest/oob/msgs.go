@@ -14,6 +14,7 @@ const (
 	MaxTokenLen = 256
 	MaxNameLen  = 64
 	MaxMsgLen   = 1024
+	MaxInline   = 4096
 )
 
 // Hello opens a conversation.
@@ -58,6 +59,8 @@ type Scenario struct {
 	SendDepth int    `json:"send_depth"`
 	RecvDepth int    `json:"recv_depth"`
 	SlotSize  int    `json:"slot_size"`
+	Inline    int    `json:"inline"` // bytes of inline data to reserve (the peer's answers are inlined when > 0)
+	SRQ       bool   `json:"srq"`
 }
 
 // Endpoint is one QP's addressing, as verbs.Endpoint.
@@ -79,7 +82,10 @@ type Target struct {
 type Setup struct {
 	Scenario  Scenario   `json:"scenario"`
 	Endpoints []Endpoint `json:"endpoints"`
-	MTU       int        `json:"mtu"`
+	// Targets are the client's "in" slots, one per QP: where the peer's
+	// answers go (write-echo writes there).
+	Targets []Target `json:"targets"`
+	MTU     int      `json:"mtu"`
 }
 
 // Validate checks the bounds.
@@ -94,10 +100,14 @@ func (m *Setup) Validate() error {
 		between("send_depth", s.SendDepth, 1, MaxDepth),
 		between("recv_depth", s.RecvDepth, 1, MaxDepth),
 		between("slot_size", s.SlotSize, 1, MaxSize),
+		between("inline", s.Inline, 0, MaxInline),
 		oneOf("mtu", m.MTU, 256, 512, 1024, 2048, 4096),
 	}
 	if len(m.Endpoints) != s.QPs {
 		errs = append(errs, fmt.Errorf("%d endpoints for qps %d", len(m.Endpoints), s.QPs))
+	}
+	if len(m.Targets) != s.QPs {
+		errs = append(errs, fmt.Errorf("%d targets for qps %d", len(m.Targets), s.QPs))
 	}
 	for i, e := range m.Endpoints {
 		errs = append(errs, e.validate(i))
@@ -123,6 +133,7 @@ func (e *Endpoint) validate(i int) error {
 type SetupOK struct {
 	Endpoints []Endpoint `json:"endpoints"`
 	Targets   []Target   `json:"targets"`
+	MTU       int        `json:"mtu"` // the path MTU both sides use: the smaller of theirs
 }
 
 // Validate checks the bounds.
@@ -137,14 +148,19 @@ func (m *SetupOK) Validate() error {
 	for i, e := range m.Endpoints {
 		errs = append(errs, e.validate(i))
 	}
+	errs = append(errs, oneOf("mtu", m.MTU, 256, 512, 1024, 2048, 4096))
 	return errors.Join(errs...)
 }
 
-// Start, Stop carry nothing.
+// Start, Started and Stop carry nothing.
 type (
-	Start struct{}
-	Stop  struct{}
+	Start   struct{}
+	Started struct{}
+	Stop    struct{}
 )
+
+// Validate accepts.
+func (*Started) Validate() error { return nil }
 
 // Validate accepts.
 func (*Start) Validate() error { return nil }

@@ -19,7 +19,7 @@
 //
 //	client → Hello{Version, Token}            peer → HelloOK{Device…} or Error
 //	client → Setup{Scenario, Endpoints}       peer → SetupOK{Endpoints, Targets} or Error
-//	client → Start                            (peer runs its passive role)
+//	client → Start                            peer → Started (its passive role runs)
 //	client → Stop                             peer → Stopped{Counts}; resources released
 //
 // A connection that closes at any point releases everything the peer made
@@ -57,11 +57,12 @@ const (
 	MsgStop
 	MsgStopped
 	MsgError
+	MsgStarted
 	msgLast
 )
 
 func (t MsgType) String() string {
-	names := [...]string{"", "Hello", "HelloOK", "Setup", "SetupOK", "Start", "Stop", "Stopped", "Error"}
+	names := [...]string{"", "Hello", "HelloOK", "Setup", "SetupOK", "Start", "Stop", "Stopped", "Error", "Started"}
 	if t > 0 && t < msgLast {
 		return names[t]
 	}

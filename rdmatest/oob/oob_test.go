@@ -15,6 +15,7 @@ func validSetup() *Setup {
 	return &Setup{
 		Scenario:  Scenario{Op: "RDMA_WRITE", Transport: "RC", Role: "target", Size: 4096, QPs: 2, SendDepth: 128, RecvDepth: 1, SlotSize: 4096},
 		Endpoints: []Endpoint{{QPN: 0x11, PSN: 0x1000, GID: "::ffff:192.0.2.1"}, {QPN: 0x12, PSN: 0x2000, GID: "::ffff:192.0.2.1"}},
+		Targets:   []Target{{Addr: 0x7f0000001000, RKey: 0x1234}, {Addr: 0x7f0000002000, RKey: 0x1234}},
 		MTU:       1024,
 	}
 }
@@ -61,7 +62,7 @@ func TestBadFrames(t *testing.T) {
 		{"truncated header", []byte("RDBP\x01"), "truncated header"},
 		{"wrong magic", append([]byte("HTTP"), frame(MsgHello, hello)[4:]...), `magic "HTTP", want "RDBP"`},
 		{"wrong version", func() []byte { f := frame(MsgHello, hello); f[4] = 9; return f }(), "protocol version 9, this side speaks 1"},
-		{"unknown type", frame(MsgType(42), hello), "unknown message type 42 (known: 1..8)"},
+		{"unknown type", frame(MsgType(42), hello), "unknown message type 42 (known: 1..9)"},
 		{"oversized length", func() []byte { f := frame(MsgHello, nil); binary.BigEndian.PutUint32(f[6:], 1<<31); return f }(), "payload length 2147483648 exceeds 65536"},
 		{"truncated payload", frame(MsgHello, hello)[:14], "Hello payload truncated"},
 		{"unexpected type", frame(MsgSetup, hello), "got Setup, want Hello"},

@@ -1,0 +1,148 @@
+package rdmatest
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// PassiveAccess is the least access the passive side's memory and QPs
+// need for a requester's verb: remote write for WRITE, remote read for
+// READ, remote atomic for atomics, none beyond local write for SEND. A
+// peer serving remote clients exposes nothing more.
+func PassiveAccess(op verbs.Opcode) verbs.Access {
+	a := verbs.AccessLocalWrite
+	switch op {
+	case verbs.OpWrite, verbs.OpWriteImm:
+		a |= verbs.AccessRemoteWrite
+	case verbs.OpRead:
+		a |= verbs.AccessRemoteRead
+	case verbs.OpFetchAdd, verbs.OpCmpSwap:
+		a |= verbs.AccessRemoteAtomic
+	}
+	return a
+}
+
+// Passive is the passive side of one scenario, made for a remote client
+// (by cmd/rdmapeer): its memory, QPs connected to the client's, and the
+// role it plays once started.
+type Passive struct {
+	side      *Side
+	res       Resources
+	spec      Spec
+	role      string
+	recvDepth int
+	timeout   time.Duration
+	resp      *responder
+	sink      *sinkSide
+	setup     oob.SetupOK
+}
+
+// NewPassive builds the passive side that req asks for on d and connects
+// it to the client's QPs. The caller closes it.
+func NewPassive(d *Dev, req *oob.Setup, timeout time.Duration) (*Passive, error) {
+	sc := req.Scenario
+	op, err := verbs.ParseOpcode(sc.Op)
+	if err != nil {
+		return nil, err
+	}
+	transport, err := verbs.ParseTransport(sc.Transport)
+	if err != nil {
+		return nil, err
+	}
+	p := &Passive{role: sc.Role, recvDepth: sc.RecvDepth, timeout: timeout,
+		spec: Spec{Op: op, Transport: transport, Size: sc.Size, Inline: sc.Inline > 0, SRQ: sc.SRQ}}
+	p.spec.defaults()
+	cfg := PairConfig{Transport: transport, QPs: sc.QPs, SlotSize: sc.SlotSize, SendDepth: sc.SendDepth,
+		RecvDepth: sc.RecvDepth, Inline: sc.Inline, SRQ: sc.SRQ}
+	if err := p.open(d, req, cfg, PassiveAccess(op)); err != nil {
+		p.res.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Passive) open(d *Dev, req *oob.Setup, cfg PairConfig, access verbs.Access) error {
+	pd, err := d.AllocPD()
+	if err != nil {
+		return fmt.Errorf("rdmatest: %w", err)
+	}
+	p.res.Add(pd)
+	if p.side, err = NewSide(d, pd, &p.res, cfg, cfg.SRQ, access); err != nil {
+		return err
+	}
+	local, err := p.side.Endpoints(d, 1)
+	if err != nil {
+		return err
+	}
+	remote, err := fromOOB(req.Endpoints)
+	if err != nil {
+		return err
+	}
+	var targets []Target
+	for i, t := range req.Targets {
+		targets = append(targets, Target{QPN: remote[i].QPN, Addr: t.Addr, RKey: t.RKey})
+	}
+	mtu := min(req.MTU, d.PortAttr.ActiveMTU)
+	if err := p.side.Connect(d, pd, &p.res, cfg.Transport, local, remote, targets, access, mtu); err != nil {
+		return err
+	}
+	p.setup.MTU = mtu
+	for i, ep := range local {
+		p.setup.Endpoints = append(p.setup.Endpoints, toOOB(ep))
+		t := p.side.Targets()[i]
+		p.setup.Targets = append(p.setup.Targets, oob.Target{Addr: t.Addr, RKey: t.RKey})
+	}
+	return nil
+}
+
+// SetupOK is the answer for the client: the side's QPs and memory.
+func (p *Passive) SetupOK() *oob.SetupOK { return &p.setup }
+
+// Start begins the role: "sink" reposts receives, "echo" answers every
+// receive with the same verb, "write-echo" answers every WRITE with a
+// WRITE, "target" only exposes memory.
+func (p *Passive) Start() error {
+	if p.resp != nil {
+		return errors.New("rdmatest: the passive side is already started")
+	}
+	var err error
+	switch p.role {
+	case "sink":
+		if p.sink, err = sinkOn(p.side, p.recvDepth, recvBytes(&p.spec), p.timeout); err == nil {
+			p.resp = p.sink.resp
+		}
+	case "echo":
+		p.resp, err = serveRecvEcho(p.side, &p.spec, p.recvDepth, p.timeout)
+	case "write-echo":
+		p.resp = serveWriteEcho(p.side, &p.spec, p.timeout)
+	case "target":
+		p.resp = &responder{stopFn: func() error { return nil }}
+	default:
+		err = fmt.Errorf("rdmatest: unknown passive role %q", p.role)
+	}
+	return err
+}
+
+// Stop ends the role and reports what it saw.
+func (p *Passive) Stop() (*oob.Stopped, error) {
+	err := p.resp.Stop() // the role's goroutine has ended: its counts are ours now
+	p.resp = nil
+	st := &oob.Stopped{}
+	if p.sink != nil {
+		st.Received = uint64(p.sink.recvs)
+	}
+	return st, err
+}
+
+// Close stops the role if it runs and releases everything.
+func (p *Passive) Close() error {
+	var err error
+	if p.resp != nil {
+		_, err = p.Stop()
+	}
+	return errors.Join(err, p.res.Close())
+}
