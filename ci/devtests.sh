@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # ci/devtests.sh PKG... — runs the prebuilt test binaries .cache/testbin/PKG.test
+# (PKG with / turned into _)
 # on the RDMA device of this session (natively, or inside the qemu guest
 # started by rxevm: one boot for all of them). RDMA_REQUIRE=1 makes a test
 # that cannot get a device fail instead of skipping.
@@ -8,7 +9,7 @@ export RDMA_REQUIRE=1
 root=$(pwd)
 status=0
 for p in "$@"; do
-	bin=$root/.cache/testbin/$p.test
+	bin=$root/.cache/testbin/${p//\//_}.test
 	echo "=== device tests: $p"
 	# Tests run in their package directory, as with go test.
 	(cd "$root/$p" && "$bin" -test.count 1 -test.timeout 10m -test.v -rdma.timeout 10s 2>&1) |

@@ -26,8 +26,13 @@ done
 
 step "device tests and the benchmark suite (-short) on a real RDMA device"
 mkdir -p .cache/testbin
-pkgs=(verbs rdmatest bench_test)
+pkgs=(verbs rdmatest cmd/rdmapeer bench_test)
 for p in "${pkgs[@]}"; do
-	go test -c -o ".cache/testbin/$p.test" "./$p"
+	go test -c -o ".cache/testbin/${p//\//_}.test" "./$p"
 done
 RDMA_REQUIRE=1 .cache/rxevm -timeout 20m -- bash ci/devtests.sh "${pkgs[@]}"
+
+step "two hosts: the perftest families (-short) against rdmapeer in a second guest"
+go build -o .cache/rdmapeer ./cmd/rdmapeer
+rm -f .cache/twohost.done
+RDMA_REQUIRE=1 .cache/rxevm -pair -timeout 15m -- bash ci/twohost.sh ::: bash ci/twohost.sh

@@ -102,6 +102,10 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		if in != nil {
 			resp = in.resp
 		}
+	case p.remote != nil: // a remote peer that only exposes memory
+		if err = p.remote.start(); err == nil {
+			resp = p.remote.responder()
+		}
 	}
 	if err != nil {
 		b.Fatal(err)

@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -86,6 +87,8 @@ type server struct {
 	// dev is used by one session at a time while it creates resources;
 	// the data path of each session runs on its own.
 	mu sync.Mutex
+	// ok and failed count the sessions that ended, by how.
+	ok, failed atomic.Int64
 }
 
 // serve accepts clients until ctx ends, then waits for the sessions.
@@ -114,8 +117,10 @@ func serve(ctx context.Context, ln net.Listener, s *server) error {
 			defer func() { <-slots }()
 			who := conn.RemoteAddr().String()
 			if err := s.session(conn); err != nil {
+				s.failed.Add(1)
 				log.Printf("%s: %v", who, err)
 			} else {
+				s.ok.Add(1)
 				log.Printf("%s: done", who)
 			}
 		}()
@@ -152,6 +157,9 @@ func (s *server) session(conn net.Conn) (err error) {
 
 	var req oob.Setup
 	if err := oob.Decode(conn, oob.MsgSetup, &req); err != nil {
+		if errors.Is(err, io.EOF) {
+			return errors.New("the client left before asking for a scenario")
+		}
 		return fail(err)
 	}
 	sc := req.Scenario
@@ -176,6 +184,9 @@ func (s *server) session(conn net.Conn) (err error) {
 		return err
 	}
 	if err := oob.Decode(conn, oob.MsgStart, &oob.Start{}); err != nil {
+		if errors.Is(err, io.EOF) {
+			return errors.New("the client left before starting its scenario; released its resources")
+		}
 		return fail(err)
 	}
 	if err := p.Start(); err != nil {

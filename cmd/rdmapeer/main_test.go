@@ -17,18 +17,19 @@ import (
 
 // startPeer serves d on a loopback TCP port in this process and returns
 // its address; it stops when the test ends.
-func startPeer(t *testing.T, d *rdmatest.Dev, token string, lim limits) string {
+func startPeer(t *testing.T, d *rdmatest.Dev, token string, lim limits) (string, *server) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, ln, &server{dev: d, token: token, lim: lim}) }()
+	s := &server{dev: d, token: token, lim: lim}
+	go func() { done <- serve(ctx, ln, s) }()
 	t.Cleanup(func() {
 		cancel()
 		assert.NoError(t, <-done)
 	})
-	return ln.Addr().String()
+	return ln.Addr().String(), s
 }
 
 var testLimits = limits{clients: 4, qps: 16, mem: 64 << 20, idle: time.Minute}
@@ -39,10 +40,10 @@ var testLimits = limits{clients: 4, qps: 16, mem: 64 << 20, idle: time.Minute}
 // everything after each client.
 func TestPeerServesEveryRole(t *testing.T) {
 	d := rdmatest.Device(t)
-	addr := startPeer(t, d, "s3cret", testLimits)
+	addr, srv := startPeer(t, d, "s3cret", testLimits)
 	client := *d
 	client.Opts.Peer, client.Opts.PeerToken = addr, "s3cret"
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name      string
 		streaming bool
 		spec      rdmatest.Spec
@@ -77,6 +78,8 @@ func TestPeerServesEveryRole(t *testing.T) {
 			assert.Positive(t, r.Extra["p50-ns"])
 			t.Logf("%s: %d iterations, %.0f msgs/s, p50 %.0f ns", tc.name, r.N, r.Extra["msgs/s"], r.Extra["p50-ns"])
 			waitReleased(t, d)
+			waitSessions(t, srv, int64(i+1))
+			assert.Zero(t, srv.failed.Load(), "a session ended with an error (see the peer's log)")
 		})
 	}
 }
@@ -103,12 +106,24 @@ func waitReleased(t *testing.T, d *rdmatest.Dev) {
 	}
 }
 
+// waitSessions waits until n sessions have ended.
+func waitSessions(t *testing.T, srv *server, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.ok.Load()+srv.failed.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions ended, want %d", srv.ok.Load()+srv.failed.Load(), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestPeerRefuses: a wrong token, requests beyond the peer's limits and a
 // client that vanishes mid-scenario get clear answers, and the peer goes
 // on serving.
 func TestPeerRefuses(t *testing.T) {
 	d := rdmatest.Device(t)
-	addr := startPeer(t, d, "s3cret", limits{clients: 4, qps: 2, mem: 1 << 20, idle: time.Minute})
+	addr, srv := startPeer(t, d, "s3cret", limits{clients: 4, qps: 2, mem: 1 << 20, idle: time.Minute})
 	hello := func(token string) (net.Conn, error) {
 		c, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
@@ -146,6 +161,9 @@ func TestPeerRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 	waitReleased(t, d)
+
+	waitSessions(t, srv, 4)
+	assert.Equal(t, int64(4), srv.failed.Load(), "token, qps, memory and the vanished client")
 
 	// Still serving.
 	_, err = hello("s3cret")
