@@ -34,5 +34,5 @@ RDMA_REQUIRE=1 .cache/rxevm -timeout 20m -- bash ci/devtests.sh "${pkgs[@]}"
 
 step "two hosts: the perftest families (-short) against rdmapeer in a second guest"
 go build -o .cache/rdmapeer ./cmd/rdmapeer
-rm -f .cache/twohost.done
+rm -f .cache/twohost.done .cache/twohost.kill
 RDMA_REQUIRE=1 .cache/rxevm -pair -timeout 15m -- bash ci/twohost.sh ::: bash ci/twohost.sh

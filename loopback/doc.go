@@ -37,10 +37,11 @@
 //	p, err := loopback.NewPair() // 1 vCPU and 1024 MiB each
 //	codeA, codeB, err := p.Run(ctx, server, client, outA, outB)
 //
-// Each guest gets a virtio NIC ([VM.NIC]) on qemu's socket backend: guest
-// A's qemu listens on a free TCP port of 127.0.0.1 and B's, started as soon
-// as A's listens, connects to it; the two qemu processes carry the
-// Ethernet frames over that connection. The guests load [NetModules] too
+// Each guest gets a virtio NIC ([VM.NIC]) on qemu's socket backend in UDP
+// mode: the two qemu processes exchange the Ethernet frames as datagrams
+// between two free ports of 127.0.0.1 (not over qemu's TCP mode, whose
+// Nagle and delayed-ACK waits put tens of milliseconds under every round
+// trip; see [NIC]). The guests load [NetModules] too
 // (the virtio_net driver chain, and sch_netem so that a job can add delay
 // or loss with the host's tc). There is no veth in this mode: rxe0 runs on
 // eth0, which has 192.0.2.1/24 in A and 192.0.2.2/24 in B ([PairSides]).

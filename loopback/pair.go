@@ -1,12 +1,10 @@
 package loopback
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -51,7 +49,7 @@ type PairSide struct {
 	MAC string
 }
 
-// PairSides are the two guests of a [Pair]: A listens, B connects.
+// PairSides are the two guests of a [Pair].
 // 192.0.2.0/24 is TEST-NET-1 (RFC 5737); 52:54:00 is qemu's prefix.
 var PairSides = [2]PairSide{
 	{Role: "a", Addr: "192.0.2.1", MAC: "52:54:00:00:02:01"},
@@ -68,10 +66,6 @@ type Pair struct {
 	// Timeout bounds the whole run of both guests, boots included. Zero
 	// means 30 minutes.
 	Timeout time.Duration
-
-	// listening reports whether a TCP socket listens on port of
-	// 127.0.0.1; nil means reading /proc/net/tcp. Tests replace it.
-	listening func(port int) (bool, error)
 }
 
 // Sizes of each guest of a pair made by NewPair: the two guests share the
@@ -103,10 +97,11 @@ func pairJob(job Job, i int) Job {
 	return job
 }
 
-// pairVM returns a copy of vm as guest side i of a pair on port.
-func pairVM(vm *VM, i, port int, timeout time.Duration) *VM {
+// pairVM returns a copy of vm as guest side i of a pair whose qemus use
+// UDP ports ports[0] (a) and ports[1] (b).
+func pairVM(vm *VM, i int, ports [2]int, timeout time.Duration) *VM {
 	c := *vm
-	c.NIC = &NIC{MAC: PairSides[i].MAC, Listen: i == 0, Port: port}
+	c.NIC = &NIC{MAC: PairSides[i].MAC, Port: ports[i], PeerPort: ports[1-i]}
 	c.LoadModules = withNetModules(vm.modules())
 	c.Timeout = timeout
 	return &c
@@ -119,16 +114,16 @@ type guestResult struct {
 	stopped bool // Run stopped it because of the other guest
 }
 
-// portAttempts is how often Run tries a new port when guest A's qemu
-// cannot bind the one it was given (another process took it meanwhile).
+// portAttempts is how often Run tries new ports when a qemu cannot bind
+// the one it was given (another process took it meanwhile).
 const portAttempts = 3
 
 // Run boots both guests at the same time and runs jobA in A and jobB in B,
 // each with its output streamed to its writer (nil discards it), and
 // returns both commands' exit statuses.
 //
-// Guest A's qemu listens on a free TCP port of 127.0.0.1 and B's, started
-// as soon as A's listens, connects to it. In each guest rxe0 runs on eth0:
+// The two qemus exchange the guests' frames as UDP datagrams between two
+// free ports of 127.0.0.1 (see [NIC]). In each guest rxe0 runs on eth0:
 // A has 192.0.2.1/24, B 192.0.2.2/24. Each job's environment gets
 // RDMA_ROLE (a or b), RDMA_LOCAL_ADDR, RDMA_PEER_ADDR (the other's address)
 // and, set in the guest, RDMA_NETDEV (the interface, eth0).
@@ -147,11 +142,11 @@ func (p *Pair) Run(ctx context.Context, jobA, jobB Job, outA, outB io.Writer) (c
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
+		ports, err := freePorts()
 		if err != nil {
 			return -1, -1, err
 		}
-		res, retry := p.runOnce(ctx, port, timeout, [2]Job{jobA, jobB}, [2]io.Writer{outA, outB})
+		res, retry := p.runOnce(ctx, ports, timeout, [2]Job{jobA, jobB}, [2]io.Writer{outA, outB})
 		if retry && attempt < portAttempts {
 			continue
 		}
@@ -159,33 +154,28 @@ func (p *Pair) Run(ctx context.Context, jobA, jobB Job, outA, outB io.Writer) (c
 	}
 }
 
-// runOnce runs the pair on port. retry tells that A's qemu could not bind
-// the port, and B never started.
-func (p *Pair) runOnce(ctx context.Context, port int, timeout time.Duration, jobs [2]Job, outs [2]io.Writer) (res [2]guestResult, retry bool) {
+// runOnce runs the pair on ports. retry tells that a qemu could not bind
+// its port (another process took it meanwhile).
+func (p *Pair) runOnce(ctx context.Context, ports [2]int, timeout time.Duration, jobs [2]Job, outs [2]io.Writer) (res [2]guestResult, retry bool) {
 	var done [2]chan guestResult
 	var cancels [2]context.CancelFunc
-	start := func(i int, vm *VM) {
+	for i, vm := range []*VM{p.A, p.B} {
 		gctx, cancel := context.WithCancel(ctx)
 		cancels[i] = cancel
+		defer cancel()
 		done[i] = make(chan guestResult, 1)
 		go func() {
-			code, err := pairVM(vm, i, port, timeout).Run(gctx, pairJob(jobs[i], i), outs[i])
+			code, err := pairVM(vm, i, ports, timeout).Run(gctx, pairJob(jobs[i], i), outs[i])
 			done[i] <- guestResult{code: code, err: err}
 		}()
 	}
-	start(0, p.A)
-	defer cancels[0]()
-	if err := p.waitListening(ctx, port, done[0]); err != nil {
-		cancels[0]()
-		res[0] = <-done[0]
-		if res[0].err == nil {
-			res[0].err = err
+	defer func() {
+		for _, r := range res {
+			if r.err != nil && strings.Contains(r.err.Error(), "Address already in use") {
+				retry = true
+			}
 		}
-		res[1] = guestResult{code: -1, err: fmt.Errorf("loopback: not started: %w", err)}
-		return res, strings.Contains(res[0].err.Error(), "Address already in use")
-	}
-	start(1, p.B)
-	defer cancels[1]()
+	}()
 
 	// The first guest to end badly stops the other.
 	first := 0
@@ -204,34 +194,6 @@ func (p *Pair) runOnce(ctx context.Context, port int, timeout time.Duration, job
 	}
 	res[other] = <-done[other]
 	return res, false
-}
-
-// waitListening waits until guest A's qemu listens on port, or it ended
-// (a result on a, which is put back), or ctx ends.
-func (p *Pair) waitListening(ctx context.Context, port int, a chan guestResult) error {
-	listening := p.listening
-	if listening == nil {
-		listening = func(port int) (bool, error) { return tcpListening("/proc/net/tcp", port) }
-	}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, err := listening(port)
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case r := <-a:
-			a <- r
-			return fmt.Errorf("loopback: guest a's qemu ended before it listened on 127.0.0.1:%d", port)
-		case <-ctx.Done():
-			return fmt.Errorf("loopback: waiting for guest a's qemu to listen on 127.0.0.1:%d: %w", port, ctx.Err())
-		case <-tick.C:
-		}
-	}
 }
 
 // pairError describes how a pair's run failed, or returns nil when both
@@ -272,41 +234,22 @@ func (e *PairError) Error() string { return e.msg }
 // Unwrap returns the first guest failure, if any.
 func (e *PairError) Unwrap() error { return e.err }
 
-// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("loopback: finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tcpListening tells whether the table at path (/proc/net/tcp) has a
-// socket in state LISTEN on port. It looks without connecting: qemu's
-// socket backend takes the first connection it accepts as the peer.
-func tcpListening(path string, port int) (bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return false, fmt.Errorf("loopback: %w", err)
-	}
-	defer f.Close()
-	return parseTCPListening(f, port)
-}
-
-// parseTCPListening reads a /proc/net/tcp table.
-func parseTCPListening(r io.Reader, port int) (bool, error) {
-	want := fmt.Sprintf(":%04X", port)
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		// sl local_address rem_address st ...; st 0A is LISTEN.
-		if len(f) > 3 && strings.HasSuffix(f[1], want) && f[3] == "0A" {
-			return true, nil
+// freePorts returns two UDP ports of 127.0.0.1 that were free a moment ago.
+func freePorts() ([2]int, error) {
+	var ports [2]int
+	var conns []net.PacketConn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
 		}
+	}()
+	for i := range ports {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			return ports, fmt.Errorf("loopback: finding a free UDP port: %w", err)
+		}
+		conns = append(conns, c)
+		ports[i] = c.LocalAddr().(*net.UDPAddr).Port
 	}
-	if err := sc.Err(); err != nil {
-		return false, fmt.Errorf("loopback: reading the TCP table: %w", err)
-	}
-	return false, nil
+	return ports, nil
 }

@@ -5,9 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,16 +69,10 @@ func TestQemuArgsNIC(t *testing.T) {
 	}{
 		{name: "no NIC"},
 		{
-			name:       "listening side",
-			nic:        &NIC{MAC: "52:54:00:00:02:01", Listen: true, Port: 40123},
-			wantNetdev: []string{"socket,id=n0,listen=127.0.0.1:40123"},
+			name:       "UDP datagrams from Port to PeerPort",
+			nic:        &NIC{MAC: "52:54:00:00:02:01", Port: 40123, PeerPort: 40124},
+			wantNetdev: []string{"socket,id=n0,udp=127.0.0.1:40124,localaddr=127.0.0.1:40123"},
 			wantNICDev: []string{"virtio-net-pci,netdev=n0,mac=52:54:00:00:02:01"},
-		},
-		{
-			name:       "connecting side",
-			nic:        &NIC{MAC: "52:54:00:00:02:02", Port: 40123},
-			wantNetdev: []string{"socket,id=n0,connect=127.0.0.1:40123"},
-			wantNICDev: []string{"virtio-net-pci,netdev=n0,mac=52:54:00:00:02:02"},
 		},
 	}
 	for _, tt := range tests {
@@ -108,9 +103,10 @@ func TestPairJobAndVM(t *testing.T) {
 	assert.Equal(t, &GuestNet{MAC: "52:54:00:00:02:02", Addr: "192.0.2.2/24"}, b.Net)
 
 	vm := &VM{Timeout: time.Hour}
-	va, vb := pairVM(vm, 0, 40000, time.Minute), pairVM(vm, 1, 40000, time.Minute)
-	assert.Equal(t, &NIC{MAC: a.Net.MAC, Listen: true, Port: 40000}, va.NIC)
-	assert.Equal(t, &NIC{MAC: b.Net.MAC, Listen: false, Port: 40000}, vb.NIC)
+	ports := [2]int{40000, 40001}
+	va, vb := pairVM(vm, 0, ports, time.Minute), pairVM(vm, 1, ports, time.Minute)
+	assert.Equal(t, &NIC{MAC: a.Net.MAC, Port: 40000, PeerPort: 40001}, va.NIC)
+	assert.Equal(t, &NIC{MAC: b.Net.MAC, Port: 40001, PeerPort: 40000}, vb.NIC)
 	assert.Equal(t, withNetModules(GuestModules), va.LoadModules)
 	assert.Equal(t, time.Minute, va.Timeout, "the pair's deadline replaces the VM's")
 	assert.Nil(t, vm.NIC, "the caller's VM is not modified")
@@ -118,42 +114,21 @@ func TestPairJobAndVM(t *testing.T) {
 	assert.Equal(t, time.Hour, vm.Timeout)
 }
 
-func TestParseTCPListening(t *testing.T) {
-	const table = `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:9C40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0
-   1: 0100007F:9C41 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1
-`
-	tests := []struct {
-		port int
-		want bool
-	}{
-		{0x9C40, true},  // LISTEN
-		{0x9C41, false}, // ESTABLISHED only
-		{0x9C42, false}, // absent
-		{0x0A, false},   // matches the state column, not a port
-	}
-	for _, tt := range tests {
-		t.Run(strconv.Itoa(tt.port), func(t *testing.T) {
-			got, err := parseTCPListening(strings.NewReader(table), tt.port)
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
-	// The real table, with a port this process listens on.
-	port, err := freePort()
+func TestFreePorts(t *testing.T) {
+	ports, err := freePorts()
 	require.NoError(t, err)
-	ok, err := tcpListening("/proc/net/tcp", port)
-	require.NoError(t, err)
-	assert.False(t, ok, "freePort closes its listener")
-	_, err = tcpListening("/nonexistent/tcp", port)
-	assert.Error(t, err)
+	assert.Positive(t, ports[0])
+	assert.Positive(t, ports[1])
+	assert.NotEqual(t, ports[0], ports[1])
+	for _, p := range ports {
+		c, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p))
+		require.NoError(t, err, "freePorts released port %d", p)
+		c.Close()
+	}
 }
 
 // fakePair returns a Pair of fake VMs whose qemu are the shell scripts
-// bodyA and bodyB (see writeScript; each sees its own $DIR). A's qemu
-// "listens" by creating $DIR/listening; a real guest A then runs for
-// seconds, so a fake that ends within the 20 ms polling interval would
-// look like one that never listened.
+// bodyA and bodyB (see writeScript; each sees its own $DIR).
 func fakePair(t *testing.T, bodyA, bodyB string) (p *Pair, dirA, dirB string) {
 	t.Helper()
 	dirA, dirB = t.TempDir(), t.TempDir()
@@ -163,10 +138,6 @@ func fakePair(t *testing.T, bodyA, bodyB string) (p *Pair, dirA, dirB string) {
 	b.Qemu = writeScript(t, dirB, `echo "$@" > "$DIR/args"
 `+bodyB)
 	p = &Pair{A: a, B: b, Timeout: 20 * time.Second}
-	p.listening = func(int) (bool, error) {
-		_, err := os.Stat(filepath.Join(dirA, "listening"))
-		return err == nil, nil
-	}
 	return p, dirA, dirB
 }
 
@@ -176,7 +147,7 @@ const saveJob = `for a in "$@"; do [ "$prev" = -initrd ] && cp "$a" "$DIR/initrd
 
 func TestPairRunWithFakeQemu(t *testing.T) {
 	p, dirA, dirB := fakePair(t,
-		saveJob+`touch "$DIR/listening"; sleep 0.5; printf 'from a\n' >&4; echo RDMABENCH-EXIT=5 >&3`,
+		saveJob+`sleep 0.5; printf 'from a\n' >&4; echo RDMABENCH-EXIT=5 >&3`,
 		saveJob+`printf 'from b\n' >&4; echo RDMABENCH-EXIT=0 >&3`)
 	var outA, outB bytes.Buffer
 	job := Job{Args: []string{"true"}, Env: []string{"X=1"}}
@@ -191,11 +162,17 @@ func TestPairRunWithFakeQemu(t *testing.T) {
 	require.NoError(t, err)
 	argsB, err := os.ReadFile(filepath.Join(dirB, "args"))
 	require.NoError(t, err)
-	listen := argValues(strings.Fields(string(argsA)), "-netdev")
-	connect := argValues(strings.Fields(string(argsB)), "-netdev")
-	require.Len(t, listen, 1)
-	require.Len(t, connect, 1)
-	assert.Equal(t, strings.Replace(listen[0], "listen=", "connect=", 1), connect[0], "b connects to the port a listens on")
+	netA := argValues(strings.Fields(string(argsA)), "-netdev")
+	netB := argValues(strings.Fields(string(argsB)), "-netdev")
+	require.Len(t, netA, 1)
+	require.Len(t, netB, 1)
+	var toA, fromA, toB, fromB int
+	_, err = fmt.Sscanf(netA[0], "socket,id=n0,udp=127.0.0.1:%d,localaddr=127.0.0.1:%d", &toB, &fromA)
+	require.NoError(t, err, netA[0])
+	_, err = fmt.Sscanf(netB[0], "socket,id=n0,udp=127.0.0.1:%d,localaddr=127.0.0.1:%d", &toA, &fromB)
+	require.NoError(t, err, netB[0])
+	assert.Equal(t, fromA, toA, "b sends to a's port")
+	assert.Equal(t, fromB, toB, "a sends to b's port")
 
 	for i, dir := range []string{dirA, dirB} {
 		img, err := os.ReadFile(filepath.Join(dir, "initrd"))
@@ -218,30 +195,30 @@ func TestPairRunFailures(t *testing.T) {
 	}{
 		{
 			name:  "b's command fails: a is stopped",
-			bodyA: `touch "$DIR/listening"; ` + sleep,
+			bodyA: `` + sleep,
 			bodyB: `echo RDMABENCH-EXIT=3 >&3`,
 			wantA: -1, wantB: 3,
 			wantErr: []string{"loopback: guest b's command exited with status 3; guest a was stopped because guest b ended first"},
 		},
 		{
 			name:  "a's guest fails: b is stopped, a's console is in the error",
-			bodyA: `touch "$DIR/listening"; sleep 0.5; echo "booting a" >&3; echo "RDMABENCH-FATAL: rdma link add rxe0 failed" >&3`,
+			bodyA: `sleep 0.5; echo "booting a" >&3; echo "RDMABENCH-FATAL: rdma link add rxe0 failed" >&3`,
 			bodyB: sleep,
 			wantA: -1, wantB: -1,
 			wantErr:   []string{"loopback: guest a: guest failed: rdma link add rxe0 failed", "booting a", "; guest b was stopped because guest a ended first"},
 			wantCause: true,
 		},
 		{
-			name:  "a's qemu ends before listening: b never starts",
+			name:  "a's qemu fails to start: b is stopped",
 			bodyA: `echo "qemu: cannot open kernel" >&2; exit 1`,
-			bodyB: `touch "$DIR/started"; ` + sleep,
+			bodyB: sleep,
 			wantA: -1, wantB: -1,
-			wantErr:   []string{"guest a: the guest stopped without reporting an exit status", "cannot open kernel", "guest b: not started"},
+			wantErr:   []string{"guest a: the guest stopped without reporting an exit status", "cannot open kernel", "guest b was stopped because guest a ended first"},
 			wantCause: true,
 		},
 		{
 			name:  "both hang: the one deadline ends both",
-			bodyA: `touch "$DIR/listening"; ` + sleep,
+			bodyA: `` + sleep,
 			bodyB: sleep, timeout: 2 * time.Second,
 			wantA: -1, wantB: -1,
 			wantErr:   []string{"guest a: the guest was killed after", "guest b: the guest was killed after", "exceeded its deadline of 2s"},
@@ -250,7 +227,7 @@ func TestPairRunFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, _, dirB := fakePair(t, tt.bodyA, tt.bodyB)
+			p, _, _ := fakePair(t, tt.bodyA, tt.bodyB)
 			if tt.timeout > 0 {
 				p.Timeout = tt.timeout
 			}
@@ -267,16 +244,13 @@ func TestPairRunFailures(t *testing.T) {
 			assert.True(t, errors.As(err, &pe), "a *PairError")
 			assert.Equal(t, tt.wantCause, errors.Unwrap(err) != nil)
 			assert.Less(t, took, 10*time.Second, "the other guest is stopped, not waited for")
-			if strings.Contains(tt.name, "never starts") {
-				assert.NoFileExists(t, filepath.Join(dirB, "started"))
-			}
 		})
 	}
 }
 
 func TestPairRunRetriesABusyPort(t *testing.T) {
 	p, dirA, _ := fakePair(t,
-		`echo x >> "$DIR/attempts"; echo "qemu-system-x86_64: -netdev socket,id=n0,listen=127.0.0.1:1: can't bind ip=127.0.0.1 to socket: Address already in use" >&2; exit 1`,
+		`echo x >> "$DIR/attempts"; echo "qemu-system-x86_64: -netdev socket,id=n0,udp=127.0.0.1:2,localaddr=127.0.0.1:1: can't bind ip=127.0.0.1 to socket: Address already in use" >&2; exit 1`,
 		`echo RDMABENCH-EXIT=0 >&3`)
 	_, _, err := p.Run(context.Background(), Job{Args: []string{"true"}}, Job{Args: []string{"true"}}, nil, nil)
 	require.Error(t, err)

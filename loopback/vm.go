@@ -57,16 +57,20 @@ type GuestNet struct {
 	Addr string `json:"addr"`
 }
 
-// NIC is a guest's virtio network card on qemu's socket backend: the qemu
-// of one guest listens on a TCP port of 127.0.0.1, the other's connects to
-// it, and the two carry the guests' Ethernet frames over that connection.
+// NIC is a guest's virtio network card on qemu's UDP socket backend: each
+// qemu sends the guest's Ethernet frames as datagrams from its Port on
+// 127.0.0.1 to the other's PeerPort, one frame a datagram.
+//
+// Datagrams, not qemu's TCP mode (listen=/connect=): over a TCP stream the
+// guests' small frames wait on Nagle's algorithm and delayed ACKs of the
+// host's TCP, which put tens of milliseconds under every round trip
+// (measured here: perftest's 8-byte write latency between the guests was
+// 23.3 ms over TCP and 0.38 ms over UDP, same machine, same boot setup).
 type NIC struct {
 	// MAC is the card's Ethernet address, e.g. "52:54:00:00:02:01".
 	MAC string
-	// Listen makes this qemu listen on Port; otherwise it connects to it.
-	Listen bool
-	// Port is the TCP port on 127.0.0.1.
-	Port int
+	// Port is this qemu's UDP port on 127.0.0.1; PeerPort the other's.
+	Port, PeerPort int
 }
 
 // VM boots a qemu guest with Soft-RoCE and runs one Job in it.
@@ -342,12 +346,8 @@ func (vm *VM) QemuArgs(initrd string, consoleFD, outputFD int) []string {
 		"-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
 	}
 	if n := vm.NIC; n != nil {
-		mode := "connect"
-		if n.Listen {
-			mode = "listen"
-		}
 		args = append(args,
-			"-netdev", fmt.Sprintf("socket,id=n0,%s=127.0.0.1:%d", mode, n.Port),
+			"-netdev", fmt.Sprintf("socket,id=n0,udp=127.0.0.1:%d,localaddr=127.0.0.1:%d", n.PeerPort, n.Port),
 			"-device", "virtio-net-pci,netdev=n0,mac="+n.MAC)
 	}
 	if vm.Share != "" {

@@ -227,13 +227,19 @@ func recvPing(a *Side, s *Spec, recvDepth int, timeout time.Duration) (func() (i
 }
 
 // serveRecvEcho is the passive half of a SEND ping-pong: answer every
-// receive with the same verb.
+// receive with the same verb, carrying back the payload received.
 func serveRecvEcho(b *Side, s *Spec, recvDepth int, timeout time.Duration) (*responder, error) {
 	rx := newReceiver(b, recvBytes(s))
 	if err := rx.fill(recvDepth); err != nil {
 		return nil, fmt.Errorf("rdmatest: posting the passive side's receives: %w", err)
 	}
-	sq := newSendQueue(b.QPs[0], sendWR(s, b, 0), b.depth)
+	// A true echo: the answer carries the bytes that arrived (after the
+	// GRH on UD), so a client can verify payloads end to end.
+	wr := sendWR(s, b, 0)
+	wr.SGE[0] = b.In(0, recvBytes(s))
+	wr.SGE[0].Addr += uint64(recvBytes(s) - s.Size)
+	wr.SGE[0].Length = uint32(s.Size)
+	sq := newSendQueue(b.QPs[0], wr, b.depth)
 	poll := NewPoller(b, 8, timeout)
 	return startResponder(timeout, func(stop *atomic.Bool) error {
 		pings := 0 // receives to answer
