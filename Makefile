@@ -80,10 +80,12 @@ plots:
 	go run ./cmd/rdmaplot -o $(basename $(RESULTS))-plots $(RESULTS) $(wildcard $(basename $(RESULTS))-hlog/*.hlog)
 
 # make calibrate: perftest and the matching rdmabench benchmarks on the
-# same device in one session, side by side (see ci/calibrate.sh).
+# same device in one session, side by side (go doc ./ci/calibrate).
+CALIBRATE_FLAGS ?=
 calibrate: build
 	go test -c -o .cache/bench.test ./bench_test
-	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/calibrate.sh
+	go build -o .cache/calibrate ./ci/calibrate
+	$(RXEVM) $(RXEVM_FLAGS) -- .cache/calibrate -bench .cache/bench.test $(CALIBRATE_FLAGS)
 
 clean:
 	rm -rf .cache

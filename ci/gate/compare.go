@@ -39,6 +39,12 @@ type Options struct {
 	// UnitThresholds overrides Threshold per unit as written
 	// (e.g. "p99-ns"); Off disables gating of that unit.
 	UnitThresholds map[string]float64
+	// NoCorrection tests every row at Alpha on its own. By default the
+	// gate applies the Benjamini-Hochberg procedure over all decidable
+	// gated rows (see Compare), because one comparison tests dozens of
+	// rows: at p ≤ 0.05 each, two runs of the same build would fail about
+	// every other time.
+	NoCorrection bool
 }
 
 // threshold returns the threshold for unit.
@@ -113,12 +119,17 @@ type Report struct {
 	UnknownUnits []string
 	// Warnings collects distinct statistical and parsing warnings.
 	Warnings []string
+	// Tested is the number of rows the significance correction ran over
+	// (gated and decidable), and Cutoff the largest p-value that counts
+	// as significant (Alpha without correction; 0 when none does).
+	Tested int
+	Cutoff float64
 }
 
 // Compare pairs the benchmarks of old and cur (NEW) and compares each unit.
 func Compare(old, cur *Set, opt Options) *Report {
 	rep := &Report{Opt: opt}
-	units := mergeUnits(old.Units, cur.Units)
+	meta := mergeUnits(old.Units, cur.Units)
 	thr := benchmath.DefaultThresholds
 	thr.CompareAlpha = opt.Alpha
 	unknown := map[string]bool{}
@@ -144,18 +155,29 @@ func Compare(old, cur *Set, opt Options) *Report {
 			rep.Missing = append(rep.Missing, missingHint(key, cur))
 			continue
 		}
-		for _, unit := range ob.Units {
-			nvals, ok := nb.Samples[unit]
+		units := slices.Clone(ob.Units)
+		for _, u := range nb.Units {
+			if IsCounter(u) && !slices.Contains(units, u) {
+				units = append(units, u) // moved only in NEW: compared with OLD's zeros
+			}
+		}
+		for _, unit := range units {
+			nvals, ok := nb.samples(unit)
 			if !ok {
 				rep.Missing = append(rep.Missing, fmt.Sprintf("%s: unit %s", key.Name, unit))
 				continue
 			}
-			so := benchmath.NewSample(ob.Samples[unit], &thr)
+			ovals, _ := ob.samples(unit)
+			tidy := ob.Tidy[unit]
+			if tidy == "" {
+				tidy = nb.Tidy[unit]
+			}
+			so := benchmath.NewSample(ovals, &thr)
 			sn := benchmath.NewSample(nvals, &thr)
 			row := Row{
 				Key:       key,
 				Unit:      unit,
-				Better:    units.GetBetter(ob.Tidy[unit]),
+				Better:    meta.GetBetter(tidy),
 				Old:       benchmath.AssumeNothing.Summary(so, Confidence),
 				New:       benchmath.AssumeNothing.Summary(sn, Confidence),
 				Cmp:       benchmath.AssumeNothing.Compare(so, sn),
@@ -171,12 +193,16 @@ func Compare(old, cur *Set, opt Options) *Report {
 				warn(row.Cmp.Warnings)
 			}
 			row.Delta = relDelta(row.Old.Center, row.New.Center)
-			row.Verdict = verdict(row, opt.Alpha)
-			if row.Verdict == Unknown && !unknown[unit] {
-				unknown[unit] = true
-				rep.UnknownUnits = append(rep.UnknownUnits, unit)
-			}
 			rep.Rows = append(rep.Rows, row)
+		}
+	}
+	rep.Tested, rep.Cutoff = significance(rep.Rows, opt)
+	for i := range rep.Rows {
+		row := &rep.Rows[i]
+		row.Verdict = verdict(*row, opt.Alpha, rep.Cutoff)
+		if row.Verdict == Unknown && !unknown[row.Unit] {
+			unknown[row.Unit] = true
+			rep.UnknownUnits = append(rep.UnknownUnits, row.Unit)
 		}
 	}
 	for _, key := range cur.Order {
@@ -231,7 +257,46 @@ func MinP(n1, n2 int) float64 {
 	return math.Min(1, 2/c)
 }
 
-func verdict(r Row, alpha float64) Verdict {
+// decidable tells rows that are gated and could reach p ≤ alpha.
+func decidable(r Row, alpha float64) bool {
+	return r.Better != 0 && r.Threshold != Off && MinP(r.Cmp.N1, r.Cmp.N2) <= alpha
+}
+
+// significance returns how many rows are tested and the p-value cutoff.
+// Without correction the cutoff is alpha. With it (the default), the
+// Benjamini-Hochberg step-up procedure runs over the m decidable gated
+// rows: sorted by p, the largest k with p_(k) ≤ k/m·alpha gives the
+// cutoff p_(k) (0 when there is none). When nothing changed at all, this
+// keeps the chance that any row is flagged at alpha (BH controls the
+// family-wise error under the global null), where testing m rows at
+// alpha each would flag about m·alpha/2 in the worse direction. A real
+// regression moves several rows of its benchmark at once (ns/op, msgs/s,
+// MB/s, percentiles), which is the case the step-up procedure keeps
+// power for. Rows that cannot reach p ≤ alpha with their run counts are
+// not counted in m (they are UNDECIDED instead).
+func significance(rows []Row, opt Options) (tested int, cutoff float64) {
+	var ps []float64
+	for _, r := range rows {
+		if decidable(r, opt.Alpha) {
+			ps = append(ps, r.Cmp.P)
+		}
+	}
+	if opt.NoCorrection {
+		return len(ps), opt.Alpha
+	}
+	slices.Sort(ps)
+	m := float64(len(ps))
+	for k := len(ps); k >= 1; k-- {
+		if ps[k-1] <= float64(k)/m*opt.Alpha {
+			return len(ps), ps[k-1]
+		}
+	}
+	return len(ps), 0
+}
+
+// verdict classifies a row; a p-value counts as significant when it is at
+// most cutoff (see significance).
+func verdict(r Row, alpha, cutoff float64) Verdict {
 	switch {
 	case r.Better == 0:
 		return Unknown
@@ -239,7 +304,7 @@ func verdict(r Row, alpha float64) Verdict {
 		return Disabled
 	case MinP(r.Cmp.N1, r.Cmp.N2) > alpha:
 		return Undecided
-	case r.Cmp.P > alpha:
+	case r.Cmp.P > cutoff:
 		return NoChange
 	case r.Worse() > r.Threshold:
 		return Regression

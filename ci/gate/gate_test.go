@@ -218,7 +218,7 @@ func TestVerdictDirection(t *testing.T) {
 	for _, tt := range tests {
 		r := Row{Better: tt.better, Delta: tt.delta, Threshold: 0.05}
 		r.Cmp.P, r.Cmp.N1, r.Cmp.N2 = tt.p, tt.n, tt.n
-		assert.Equal(t, tt.want, verdict(r, 0.05), tt.name)
+		assert.Equal(t, tt.want, verdict(r, 0.05, 0.05), tt.name)
 	}
 }
 

@@ -20,8 +20,14 @@
 // and the two-sided Mann-Whitney U test (benchmath.AssumeNothing; "assume="
 // unit metadata is not used). A unit's direction comes from "Unit <unit>
 // better=lower|higher" lines in either file plus benchfmt's built-ins
-// (ns/op, B/op, allocs/op lower; MB/s higher). A row is a REGRESSION when
-// p ≤ -alpha AND the median is worse by more than the unit's threshold
+// (ns/op, B/op, allocs/op lower; MB/s higher). Port counter units
+// ("<counter>/run") are printed only in runs where the counter moved: a
+// run without one counts as 0. A p-value is significant when it passes
+// the Benjamini-Hochberg procedure at -alpha over all gated rows that can
+// reach -alpha (-no-correction: p ≤ -alpha for each row alone; one
+// comparison tests dozens of rows, and without a correction two runs of
+// the same build fail about every other time). A row is a REGRESSION when
+// it is significant AND the median is worse by more than the unit's threshold
 // (-threshold, default 5%; per unit -unit-threshold, defaults p99.9-ns=15%,
 // p99.99-ns=off, max-ns=off because tail quantiles rest on a handful of
 // operations). Units without a direction, or with threshold off, are
@@ -67,6 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ignore := fs.String("ignore-config", "cpu,rdma-node-guid", "comma-separated file configuration keys not used for pairing")
 	allowMissing := fs.Bool("allow-missing", false, "do not fail when a benchmark of OLD is missing in NEW")
 	allowUndecided := fs.Bool("allow-undecided", false, "do not fail (exit 3) when there are too few runs to decide")
+	noCorrection := fs.Bool("no-correction", false, "test every row at -alpha on its own instead of the Benjamini-Hochberg correction over all gated rows")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gate [flags] OLD NEW\n\nExit: 0 ok, 1 regression/missing, 2 bad input or usage, 3 undecided (too few runs).\n\n")
 		fs.PrintDefaults()
@@ -86,6 +93,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gate: %v\n", err)
 		return ExitInput
 	}
+	opt.NoCorrection = *noCorrection
 	ign := make(map[string]bool)
 	for k := range strings.SplitSeq(*ignore, ",") {
 		if k = strings.TrimSpace(k); k != "" {

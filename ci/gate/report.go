@@ -57,7 +57,8 @@ func (r *Report) WriteTable(w io.Writer, oldPath, newPath string) error {
 	fmt.Fprintf(w, "gate: OLD=%s NEW=%s\n", oldPath, newPath)
 	fmt.Fprintf(w, "  values: median over runs (one per result line) in the unit the benchmark printed (ns = nanoseconds, MB/s = 10^6 bytes/s);\n")
 	fmt.Fprintf(w, "  ±: %.0f%% confidence interval of the median, as %% of the median; delta = (new−old)/old of the medians;\n", Confidence*100)
-	fmt.Fprintf(w, "  p: two-sided Mann-Whitney U test, n = runs OLD+NEW; regression = p ≤ %g and worse by more than the threshold\n", r.Opt.Alpha)
+	fmt.Fprintf(w, "  p: two-sided Mann-Whitney U test, n = runs OLD+NEW; regression = significant and worse by more than the threshold\n")
+	fmt.Fprintf(w, "  significant: %s\n", r.significanceText())
 	fmt.Fprintf(w, "  thresholds: %s\n", r.thresholdText())
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -82,6 +83,18 @@ func signedPct(f float64) string {
 		return "+" + pct(f)
 	}
 	return pct(f)
+}
+
+// significanceText states which p-values count as significant.
+func (r *Report) significanceText() string {
+	if r.Opt.NoCorrection {
+		return fmt.Sprintf("p ≤ alpha %g for each of the %d decidable gated rows (no multiple-comparison correction)", r.Opt.Alpha, r.Tested)
+	}
+	cut := "none"
+	if r.Cutoff > 0 {
+		cut = fmt.Sprintf("p ≤ %.3g", r.Cutoff)
+	}
+	return fmt.Sprintf("Benjamini-Hochberg at alpha %g over the %d decidable gated rows: %s", r.Opt.Alpha, r.Tested, cut)
 }
 
 func (r *Report) thresholdText() string {

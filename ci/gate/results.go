@@ -35,6 +35,29 @@ type Bench struct {
 	// Tidy maps a unit as written to benchfmt's tidied unit ("ns/op" →
 	// "sec/op", "MB/s" → "B/s"), the form unit metadata is keyed by.
 	Tidy map[string]string
+	// Runs counts the result lines of the benchmark.
+	Runs int
+}
+
+// IsCounter tells port counter units ("<counter>/run", e.g.
+// "duplicate_request/run"): rdmatest reports a counter only in the runs
+// where it moved, so a run without it means 0 (see rdmatest's
+// ReportCounters). The gate fills those zeros in, so that a counter
+// seen in some runs has one sample per run and a counter that moved only
+// in OLD (or only in NEW) is compared with zeros rather than reported as
+// a missing unit.
+func IsCounter(unit string) bool { return strings.HasSuffix(unit, "/run") }
+
+// samples returns the values of unit, zeros for a counter unit that never
+// moved in this benchmark's runs, and ok false for any other absent unit.
+func (b *Bench) samples(unit string) (vals []float64, ok bool) {
+	if v, ok := b.Samples[unit]; ok {
+		return v, true
+	}
+	if IsCounter(unit) {
+		return make([]float64, b.Runs), true
+	}
+	return nil, false
 }
 
 // Set is the parsed content of one results file.
@@ -103,6 +126,7 @@ func (s *Set) add(res *benchfmt.Result, ignore map[string]bool) {
 		s.Benches[key] = b
 		s.Order = append(s.Order, key)
 	}
+	b.Runs++
 	for _, v := range res.Values {
 		unit, val := v.Unit, v.Value
 		if v.OrigUnit != "" {
@@ -117,8 +141,16 @@ func (s *Set) add(res *benchfmt.Result, ignore map[string]bool) {
 		if _, ok := b.Samples[unit]; !ok {
 			b.Units = append(b.Units, unit)
 			b.Tidy[unit] = v.Unit
+			if IsCounter(unit) {
+				b.Samples[unit] = make([]float64, b.Runs-1) // earlier runs: did not move
+			}
 		}
 		b.Samples[unit] = append(b.Samples[unit], val)
+	}
+	for _, u := range b.Units {
+		if IsCounter(u) && len(b.Samples[u]) < b.Runs {
+			b.Samples[u] = append(b.Samples[u], 0) // this run: did not move
+		}
 	}
 }
 

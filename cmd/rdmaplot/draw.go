@@ -133,7 +133,7 @@ func writeFile(path string, w io.WriterTo) error {
 }
 
 // sizeTicks marks powers of two on a log-scaled byte axis, labelled with
-// binary prefixes (1Ki = 1024); with many of them every other is minor.
+// binary prefixes (1 KiB = 1024 bytes); with many of them every other is minor.
 type sizeTicks struct{}
 
 // Ticks implements plot.Ticker.
@@ -153,16 +153,17 @@ func (sizeTicks) Ticks(min, max float64) []plot.Tick {
 	return ticks
 }
 
+// byteLabel formats a size with binary prefixes: "8 B", "4 KiB", "64 KiB".
 func byteLabel(v float64) string {
 	for _, p := range []struct {
 		div    float64
 		suffix string
-	}{{1 << 30, "Gi"}, {1 << 20, "Mi"}, {1 << 10, "Ki"}} {
+	}{{1 << 30, " GiB"}, {1 << 20, " MiB"}, {1 << 10, " KiB"}} {
 		if v >= p.div {
 			return strconv.FormatFloat(v/p.div, 'g', -1, 64) + p.suffix
 		}
 	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
+	return strconv.FormatFloat(v, 'g', -1, 64) + " B"
 }
 
 // logTicks marks 1-2-5 steps per decade on a log axis (1..9 when the
@@ -180,7 +181,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 		for _, m := range mults {
 			v := m * math.Pow(10, e)
 			if v >= min && v <= max {
-				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 4, 64)})
+				ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)}) // 50000, not 5e+04
 			}
 		}
 	}

@@ -6,20 +6,28 @@
 //
 // RESULTS.txt is Go benchmark output (go test -bench, any -count). Only
 // benchmarks with a /size=<bytes> name part are drawn; a family is the
-// full name without that part (e.g. "WriteBW/transport=RC/qd=64-2").
+// full name without that part (e.g. "WriteBW/transport=RC/qd=128-2").
 // Each point is the median over the repeated runs of one benchmark, and
-// its error bar spans the smallest to the largest run. Charts:
+// its error bar spans the smallest to the largest run. Units other than
+// those below (ns/op, B/op, port counters ending in /run, ...) are read
+// and ignored. Charts:
 //
-//   - bandwidth.{svg,png}: MB/s as printed by testing.B (SetBytes bytes
-//     per op over the timed region; 1 MB = 10^6 bytes) vs message size.
-//   - msgrate.{svg,png}: msgs/s vs message size.
+//   - bandwidth-<base>.{svg,png}, one per streaming base (WriteBW,
+//     SendBW, ReadBW, ...): MB/s as printed by testing.B (1 MB = 10^6
+//     bytes; first post to last completion) vs message size, one line per
+//     family. The legend shows only the name parts that differ between
+//     the lines, the title those they share. Ping-pong families (*Lat)
+//     are left out: their MB/s is one message per round trip.
+//   - msgrate-<base>.{svg,png}: msgs/s vs message size, likewise.
 //   - latency-<family>.{svg,png}: p50-ns, p99-ns, p99.9-ns in µs vs size,
-//     one chart per family, log y.
-//   - spectrum.{svg,png} (when .hlog files are given): latency vs
-//     percentile for each HdrHistogram interval log (all intervals merged,
-//     values in ns, drawn in µs) on the classic 1/(1−q) log axis.
+//     one chart per family, log y (for *BW: latency under load).
+//   - spectrum-<base>.{svg,png} (when .hlog files are given): latency vs
+//     percentile for each HdrHistogram interval log of that base (all
+//     intervals merged, values in ns, drawn in µs) on the classic
+//     1/(1−q) log axis. rdmatest names the files after the benchmark
+//     (BenchmarkWriteLat_transport=RC_size=8.hlog).
 //
-// The size axis is log2 with binary labels (1Ki = 1024 bytes). File
+// The size axis is log2 with binary labels (8 B, 4 KiB, 64 KiB). File
 // configuration lines (rdma-device, rdma-fw, ...) are not used: a results
 // file mixing devices or firmware versions is drawn as if it were one
 // setup, so plot one setup per file (benchstat -col rdma-fw compares them).
@@ -31,8 +39,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -103,15 +114,16 @@ func Plot(outDir string, res *Results, spectra []*Spectrum) ([]string, error) {
 		}
 		return nil
 	}
-	f, err := sizeFigure(res, "MB/s", "Bandwidth vs message size",
-		"bandwidth (MB/s, 1 MB = 10^6 bytes)", 1)
-	if err := add("bandwidth", f, err); err != nil {
-		return nil, err
-	}
-	scale, unit := rateScale(res.Series("msgs/s"))
-	f, err = sizeFigure(res, "msgs/s", "Message rate vs message size", "message rate ("+unit+")", scale)
-	if err := add("msgrate", f, err); err != nil {
-		return nil, err
+	for _, g := range groupByBase(res.Families(), isStream) {
+		f, err := sizeFigure(res, "MB/s", g, "bandwidth", "bandwidth (MB/s, 1 MB = 10^6 bytes)", 1)
+		if err := add("bandwidth-"+fileName(g.base), f, err); err != nil {
+			return nil, err
+		}
+		scale, unit := rateScale(res.Series("msgs/s"), g)
+		f, err = sizeFigure(res, "msgs/s", g, "message rate", "message rate ("+unit+")", scale)
+		if err := add("msgrate-"+fileName(g.base), f, err); err != nil {
+			return nil, err
+		}
 	}
 	for _, fam := range res.Families() {
 		f, err := latencyFigure(res, fam)
@@ -119,14 +131,14 @@ func Plot(outDir string, res *Results, spectra []*Spectrum) ([]string, error) {
 			return nil, err
 		}
 	}
-	if len(spectra) > 0 {
-		f, err := spectrumFigure(spectra)
-		if err := add("spectrum", f, err); err != nil {
+	for _, g := range groupSpectra(spectra) {
+		f, err := spectrumFigure(g)
+		if err := add("spectrum-"+fileName(g.base), f, err); err != nil {
 			return nil, err
 		}
 	}
 	if len(order) == 0 {
-		return nil, fmt.Errorf("nothing to draw: no MB/s, msgs/s or p50-ns/p99-ns/p99.9-ns values and no .hlog file")
+		return nil, fmt.Errorf("nothing to draw: no *BW family with MB/s or msgs/s, no p50-ns/p99-ns/p99.9-ns values and no .hlog file")
 	}
 	var paths []string
 	for _, name := range order {
@@ -139,19 +151,121 @@ func Plot(outDir string, res *Results, spectra []*Spectrum) ([]string, error) {
 	return paths, nil
 }
 
-const sizeAxis = "message size (bytes, log2 scale; Ki = 1024)"
+// isStream tells streaming families (WriteBW, SendBW, ...): only their
+// MB/s and msgs/s are bandwidth. A ping-pong's MB/s is one message per
+// round trip and would mislead next to them.
+func isStream(n benchName) bool { return strings.HasSuffix(n.base, "BW") }
 
-// sizeFigure draws unit (divided by div) vs size, one line per family.
-func sizeFigure(res *Results, unit, title, yLabel string, div float64) (*figure, error) {
-	fig := newFigure(title+" (median of runs; bars: min–max)", sizeAxis, yLabel)
+// group is the families of one base (e.g. all WriteBW variants), drawn
+// in one chart, with the name parts that tell them apart.
+type group struct {
+	base     string
+	families []string
+	names    []benchName
+	vary     map[string]bool // keys whose values differ: the legend
+	common   map[string]bool // keys with one value: the title
+}
+
+// groupByBase groups the families that keep() accepts by base name, in
+// order of first appearance.
+func groupByBase(families []string, keep func(benchName) bool) []group {
+	var out []group
+	idx := map[string]int{}
+	for _, fam := range families {
+		n := parseName(fam)
+		if !keep(n) {
+			continue
+		}
+		i, ok := idx[n.base]
+		if !ok {
+			i = len(out)
+			idx[n.base] = i
+			out = append(out, group{base: n.base})
+		}
+		out[i].families = append(out[i].families, fam)
+		out[i].names = append(out[i].names, n)
+	}
+	for i := range out {
+		out[i].vary, out[i].common = varying(out[i].names)
+	}
+	return out
+}
+
+// legend is the label of member i: the parts that vary, or all parts
+// when it is alone.
+func (g group) legend(i int) string {
+	if len(g.vary) == 0 {
+		if l := g.names[i].label(nil); l != "" {
+			return l
+		}
+		return g.base
+	}
+	return g.names[i].label(g.vary)
+}
+
+// subtitle names the parts every member shares.
+func (g group) subtitle() string {
+	if len(g.names) == 0 || len(g.vary) == 0 {
+		return ""
+	}
+	return g.names[0].label(g.common)
+}
+
+// title is a chart's first line over lines of notes; the last says what
+// the points and bars are.
+func title(first string, notes ...string) string {
+	lines := []string{first}
+	for _, n := range notes {
+		if n != "" {
+			lines = append(lines, n)
+		}
+	}
+	const bars = "median of runs, bars: min–max"
+	if len(lines) == 1 {
+		return first + "\n" + bars
+	}
+	lines[len(lines)-1] += "; " + bars
+	return strings.Join(lines, "\n")
+}
+
+// shared describes the name parts common to all lines of a group.
+func shared(g group) string {
+	if s := g.subtitle(); s != "" {
+		return "all lines: " + s
+	}
+	return ""
+}
+
+const sizeAxis = "message size (log2 scale; KiB = 1024 bytes)"
+
+// sizeFigure draws unit (divided by div) vs size, one line per family
+// of g.
+func sizeFigure(res *Results, unit string, g group, what, yLabel string, div float64) (*figure, error) {
+	apart := ""
+	if len(g.families) > 1 {
+		apart = "lines drawn slightly apart at each size"
+	}
+	fig := newFigure(title(g.base+": "+what+" vs message size", shared(g), apart), sizeAxis, yLabel)
 	fig.p.X.Scale, fig.p.X.Tick.Marker = plot.LogScale{}, sizeTicks{}
 	fig.p.Y.Min, fig.p.Y.Tick.Marker = 0, linearTicks{}
-	for i, s := range res.Series(unit) {
+	series := map[string]Series{}
+	for _, s := range res.Series(unit) {
+		series[s.Family] = s
+	}
+	var drawn []Series
+	for i, fam := range g.families {
+		s, ok := series[fam]
+		if !ok {
+			continue
+		}
+		drawn = append(drawn, s)
 		xys, errs := seriesXY(s, div)
-		if err := fig.addLine(s.Family, i, 0, true, xys, errs); err != nil {
+		shift(xys, i, len(g.families))
+		if err := fig.addLine(g.legend(i), i, 0, true, xys, errs); err != nil {
 			return nil, err
 		}
 	}
+	sizeRange(fig.p, drawn, len(g.families))
 	return fig, nil
 }
 
@@ -166,12 +280,15 @@ func seriesXY(s Series, div float64) (plotter.XYs, plotter.YErrors) {
 	return xys, errs
 }
 
-// rateScale picks a divisor so message-rate tick labels stay short.
-func rateScale(series []Series) (float64, string) {
+// rateScale picks a divisor so message-rate tick labels stay short,
+// from the largest value among g's families.
+func rateScale(series []Series, g group) (float64, string) {
 	top := 0.0
 	for _, s := range series {
-		for _, p := range s.Points {
-			top = max(top, p.Max)
+		if slices.Contains(g.families, s.Family) {
+			for _, p := range s.Points {
+				top = max(top, p.Max)
+			}
 		}
 	}
 	switch {
@@ -190,22 +307,63 @@ var latencyUnits = []struct{ unit, label string }{
 
 // latencyFigure draws the latency percentiles of one family vs size.
 func latencyFigure(res *Results, family string) (*figure, error) {
-	fig := newFigure("Latency percentiles: "+family+" (median of runs; bars: min–max)",
-		sizeAxis, "latency (µs, log scale)")
+	n := parseName(family)
+	what := "latency percentiles"
+	if isStream(n) {
+		what = "latency under load (post → completion)"
+	}
+	fig := newFigure(title(n.base+": "+what, n.label(nil),
+		"p50, p99, p99.9 drawn slightly apart at each size"), sizeAxis, "latency (µs, log scale)")
 	fig.p.X.Scale, fig.p.X.Tick.Marker = plot.LogScale{}, sizeTicks{}
 	fig.p.Y.Scale, fig.p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
+	var drawn []Series
 	for i, lu := range latencyUnits {
 		for _, s := range res.Series(lu.unit) {
 			if s.Family != family {
 				continue
 			}
 			xys, errs := seriesXY(positive(s), 1000)
+			shift(xys, i, len(latencyUnits))
 			if err := fig.addLine(lu.label, i, i, true, xys, errs); err != nil {
 				return nil, err
 			}
+			drawn = append(drawn, s)
 		}
 	}
+	sizeRange(fig.p, drawn, len(latencyUnits))
 	return fig, nil
+}
+
+// dodge is the sideways offset between the lines of a chart, in
+// octaves of message size, so that their min–max bars do not overlap.
+const dodge = 0.06
+
+// sizeRange sets the size axis to the true sizes of the lines, widened
+// by the sideways shift of n lines so that every size keeps its tick.
+func sizeRange(p *plot.Plot, series []Series, n int) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		for _, pt := range s.Points {
+			lo, hi = min(lo, float64(pt.Size)), max(hi, float64(pt.Size))
+		}
+	}
+	if lo > hi {
+		return
+	}
+	pad := math.Exp2(dodge * float64(n) / 2)
+	if lo == hi {
+		pad = 2 // one size: an octave either side
+	}
+	p.X.Min, p.X.Max = lo/pad, hi*pad
+}
+
+// shift moves line i of n sideways by its share of dodge (the lines
+// centred on the true size).
+func shift(xys plotter.XYs, i, n int) {
+	f := math.Exp2(dodge * (float64(i) - float64(n-1)/2))
+	for j := range xys {
+		xys[j].X *= f
+	}
 }
 
 // positive drops points a log axis cannot show (a min of 0 is clamped
@@ -223,20 +381,52 @@ func positive(s Series) Series {
 	return out
 }
 
+// spectrumGroup is the .hlog spectra of one base family, with their
+// names and the parts that tell them apart.
+type spectrumGroup struct {
+	group
+	spectra []*Spectrum
+}
+
+// groupSpectra groups spectra by the base of their benchmark name.
+func groupSpectra(spectra []*Spectrum) []spectrumGroup {
+	var out []spectrumGroup
+	idx := map[string]int{}
+	for _, s := range spectra {
+		n := parseHlogName(s.Name)
+		i, ok := idx[n.base]
+		if !ok {
+			i = len(out)
+			idx[n.base] = i
+			out = append(out, spectrumGroup{group: group{base: n.base}})
+		}
+		out[i].names = append(out[i].names, n)
+		out[i].spectra = append(out[i].spectra, s)
+	}
+	for i := range out {
+		out[i].vary, out[i].common = varying(out[i].names)
+	}
+	return out
+}
+
 // spectrumFigure draws latency vs percentile, one line per hlog file.
-func spectrumFigure(spectra []*Spectrum) (*figure, error) {
-	fig := newFigure("Latency by percentile (HdrHistogram logs, all intervals merged)",
-		"percentile (log scale of 1/(1−q))", "latency (µs, log scale)")
+func spectrumFigure(g spectrumGroup) (*figure, error) {
+	first := g.base + ": latency by percentile (HdrHistogram logs, all runs and intervals merged)"
+	shared := g.subtitle()
+	if shared != "" {
+		first += "\nall lines: " + shared
+	}
+	fig := newFigure(first, "percentile (log scale of 1/(1−q))", "latency (µs, log scale)")
 	fig.p.X.Scale, fig.p.X.Tick.Marker = plot.LogScale{}, percentileTicks{}
 	fig.p.Y.Scale, fig.p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
-	for i, s := range spectra {
+	for i, s := range g.spectra {
 		var xys plotter.XYs
 		for j, q := range s.Quantiles {
 			if s.Values[j] > 0 {
 				xys = append(xys, plotter.XY{X: 1 / (1 - q), Y: s.Values[j] / 1000})
 			}
 		}
-		label := fmt.Sprintf("%s (%d values, max %.1f µs)", s.Name, s.Count, s.Values[len(s.Values)-1]/1000)
+		label := fmt.Sprintf("%s (%d values, max %s µs)", g.legend(i), s.Count, strconv.FormatFloat(s.Values[len(s.Values)-1]/1000, 'f', 1, 64))
 		if err := fig.addLine(label, i, i, false, xys, nil); err != nil {
 			return nil, err
 		}

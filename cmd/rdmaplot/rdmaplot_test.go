@@ -16,7 +16,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 )
 
-var fixtureHlogs = []string{"testdata/WriteLat_RC_size=8.hlog", "testdata/SendLat_UD_size=64.hlog"}
+var fixtureHlogs = []string{"testdata/BenchmarkWriteLat_transport=RC_size=8.hlog", "testdata/BenchmarkSendLat_transport=UD_size=64.hlog"}
 
 func TestPlotFixtures(t *testing.T) {
 	dir := t.TempDir()
@@ -24,7 +24,8 @@ func TestPlotFixtures(t *testing.T) {
 	code := run(append([]string{"-o", dir, "testdata/results.txt"}, fixtureHlogs...), &out, &errb)
 	require.Equal(t, 0, code, errb.String())
 
-	want := []string{"bandwidth", "msgrate", "latency-WriteBW_transport=RC_qd=64-2", "latency-WriteLat_transport=RC-2", "spectrum"}
+	want := []string{"bandwidth-WriteBW", "msgrate-WriteBW", "bandwidth-SendBW", "msgrate-SendBW",
+		"latency-WriteBW_transport=RC_qd=64-2", "latency-WriteLat_transport=RC-2", "spectrum-WriteLat", "spectrum-SendLat"}
 	var listed []string
 	for _, name := range want {
 		svgPath, pngPath := filepath.Join(dir, name+".svg"), filepath.Join(dir, name+".png")
@@ -35,18 +36,44 @@ func TestPlotFixtures(t *testing.T) {
 	assert.ElementsMatch(t, listed, strings.Fields(out.String()), "printed paths")
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	assert.Len(t, entries, 2*len(want), "SendBW has no latency units: no chart for it")
+	assert.Len(t, entries, 2*len(want), "SendBW has no latency units and WriteLat's MB/s is no bandwidth: no chart for them")
 
-	svg, err := os.ReadFile(filepath.Join(dir, "bandwidth.svg"))
-	require.NoError(t, err)
-	for _, text := range []string{"MB/s, 1 MB = 10^6 bytes", "WriteBW/transport=RC/qd=64-2", "SendBW/transport=UD/qd=64-2", "2Ki"} {
-		assert.Contains(t, string(svg), xmlEscape(text))
+	svgHas := func(name string, texts ...string) {
+		t.Helper()
+		svg, err := os.ReadFile(filepath.Join(dir, name+".svg"))
+		require.NoError(t, err)
+		for _, text := range texts {
+			assert.Contains(t, string(svg), xmlEscape(text), name)
+		}
 	}
-	svg, err = os.ReadFile(filepath.Join(dir, "spectrum.svg"))
-	require.NoError(t, err)
-	for _, text := range []string{"99.9%", "99.99%", "WriteLat_RC_size=8 (20000 values"} {
-		assert.Contains(t, string(svg), xmlEscape(text))
+	svgHas("bandwidth-WriteBW", "MB/s, 1 MB = 10^6 bytes", "WriteBW: bandwidth vs message size", "transport=RC qd=64 GOMAXPROCS=2", "2 KiB", "32 B")
+	svgHas("msgrate-SendBW", "SendBW: message rate", "thousands of msgs/s")
+	svgHas("latency-WriteLat_transport=RC-2", "WriteLat: latency percentiles", "transport=RC GOMAXPROCS=2", "p99.9")
+	svgHas("spectrum-WriteLat", "99.9%", "99.99%", "transport=RC 8 B (20000 values")
+}
+
+func TestNames(t *testing.T) {
+	n := parseName("BenchmarkSendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false-2")
+	assert.Equal(t, "SendBW", n.base)
+	assert.Equal(t, "transport=RC 4 KiB qd=128 batch=1 signal=1 mode=poll srq=false GOMAXPROCS=2", n.label(nil))
+	h := parseHlogName("BenchmarkSendBW_transport=RC_size=4096_qd=128_batch=1_signal=1_mode=poll_srq=false")
+	assert.Equal(t, "SendBW", h.base)
+	assert.Equal(t, "transport=RC 4 KiB qd=128 batch=1 signal=1 mode=poll srq=false", h.label(nil))
+
+	names := []benchName{
+		parseName("WriteBW/transport=RC/qd=128/qps=1/inline=false/batch=1/signal=1-2"),
+		parseName("WriteBW/transport=UC/qd=128/qps=1/inline=false/batch=1/signal=1-2"),
+		parseName("WriteBW/transport=RC/qd=128/qps=1/inline=false/batch=8/signal=8-2"),
 	}
+	vary, common := varying(names)
+	assert.Equal(t, map[string]bool{"transport": true, "batch": true, "signal": true}, vary)
+	assert.Equal(t, map[string]bool{"qd": true, "qps": true, "inline": true, "procs": true}, common)
+	assert.Equal(t, "transport=RC batch=8 signal=8", names[2].label(vary))
+
+	g := groupByBase([]string{"WriteBW/transport=RC/qd=8-2", "WriteLat/transport=RC-2", "ReadBW/qd=16-2"}, isStream)
+	require.Len(t, g, 2)
+	assert.Equal(t, "WriteBW", g[0].base)
+	assert.Equal(t, "transport=RC qd=8 GOMAXPROCS=2", g[0].legend(0), "a lone family is labelled in full")
 }
 
 func xmlEscape(s string) string {
@@ -134,7 +161,7 @@ BenchmarkNoSize-2 1 1 ns/op 5 MB/s
 func TestReadHlog(t *testing.T) {
 	s, err := ReadHlogFile(fixtureHlogs[0])
 	require.NoError(t, err)
-	assert.Equal(t, "WriteLat_RC_size=8", s.Name)
+	assert.Equal(t, "BenchmarkWriteLat_transport=RC_size=8", s.Name)
 	assert.Equal(t, int64(20000), s.Count, "4 intervals of 5000 merged")
 	require.Len(t, s.Values, len(s.Quantiles))
 	for i := 1; i < len(s.Values); i++ {
@@ -187,12 +214,13 @@ func TestTickLabels(t *testing.T) {
 	assert.Equal(t, "99%", percentileLabel(2))
 	assert.Equal(t, "99.9%", percentileLabel(3))
 	assert.Equal(t, "99.99%", percentileLabel(4))
-	assert.Equal(t, "8", byteLabel(8))
-	assert.Equal(t, "1Ki", byteLabel(1024))
-	assert.Equal(t, "4Mi", byteLabel(4<<20))
+	assert.Equal(t, "8 B", byteLabel(8))
+	assert.Equal(t, "1 KiB", byteLabel(1024))
+	assert.Equal(t, "64 KiB", byteLabel(64<<10))
+	assert.Equal(t, "4 MiB", byteLabel(4<<20))
 	ticks := sizeTicks{}.Ticks(8, 1<<20)
 	assert.Len(t, ticks, 18)
-	assert.Equal(t, "8", ticks[0].Label)
+	assert.Equal(t, "8 B", ticks[0].Label)
 	assert.Empty(t, ticks[1].Label, "every other tick unlabelled when crowded")
 }
 

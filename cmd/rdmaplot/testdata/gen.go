@@ -59,8 +59,8 @@ func main() {
 	}
 	sb.WriteString("BenchmarkSetup 1 123 ns/op\n") // no size: ignored by rdmaplot
 	must(os.WriteFile("results.txt", []byte(sb.String()), 0o644))
-	writeHlog(rng, "WriteLat_RC_size=8.hlog", 30000, 20000)
-	writeHlog(rng, "SendLat_UD_size=64.hlog", 36000, 20000)
+	writeHlog(rng, "BenchmarkWriteLat_transport=RC_size=8.hlog", 30000, 20000)
+	writeHlog(rng, "BenchmarkSendLat_transport=UD_size=64.hlog", 36000, 20000)
 }
 
 // writeHlog writes 4 one-second intervals of n lognormal-ish latencies (ns).

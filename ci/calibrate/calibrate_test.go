@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBenchRegexp(t *testing.T) {
+	re := benchRegexp("SendBW/transport=RC/size=4096/qd=128")
+	assert.Equal(t, "^BenchmarkSendBW$/^transport=RC$/^size=4096$/^qd=128$", re)
+	// Each level must match exactly: size=4096 must not match size=40960.
+	lvl := regexp.MustCompile(strings.Split(re, "/")[2])
+	assert.True(t, lvl.MatchString("size=4096"))
+	assert.False(t, lvl.MatchString("size=40960"))
+}
+
+func TestScenarios(t *testing.T) {
+	names := map[string]bool{}
+	for _, s := range scenarios {
+		assert.False(t, names[s.name], "duplicate %s", s.name)
+		names[s.name] = true
+		assert.Contains(t, s.bench, "transport=RC", s.name)
+		assert.NotEmpty(t, s.figures, s.name)
+		assert.NotEmpty(t, s.differs, s.name)
+		if strings.HasSuffix(s.program, "_bw") {
+			assert.Contains(t, s.args, "-Q", "%s: our streams signal every WR (signal=1): perftest needs -Q 1", s.name)
+			assert.Contains(t, s.args, "-t", "%s: tx depth must match qd", s.name)
+		}
+	}
+	got, err := find("lat")
+	require.NoError(t, err)
+	assert.Len(t, got, 4)
+	got, err = find("write_bw,read_lat")
+	require.NoError(t, err)
+	assert.Len(t, got, 2)
+	_, err = find("nothing")
+	assert.Error(t, err)
+}
+
+func TestGomaxprocsSuffix(t *testing.T) {
+	assert.Equal(t, "-2", gomaxprocsSuffix("AtomicBW/op=fadd/transport=RC/qd=16-2"))
+	assert.Equal(t, "", gomaxprocsSuffix("AtomicBW/op=fadd/transport=RC/qd=16"))
+	assert.Equal(t, "", gomaxprocsSuffix("X/a=b-c"))
+}
+
+func TestSameBench(t *testing.T) {
+	const want = "SendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false"
+	assert.True(t, sameBench(want+"-2", want))
+	assert.True(t, sameBench(want+"/bidir=false-2", want), "an axis added later at its neutral value")
+	assert.False(t, sameBench(want+"/bidir=true-2", want))
+	assert.False(t, sameBench("SendBW/transport=RC/size=40960/qd=128/batch=1/signal=1/mode=poll/srq=false-2", want))
+}
+
+func TestMedian(t *testing.T) {
+	assert.Equal(t, 2.0, median([]float64{3, 1, 2}))
+	assert.Equal(t, 2.5, median([]float64{4, 1, 3, 2}))
+}
+
+func TestPrintTable(t *testing.T) {
+	s := scenarios[1] // write_lat
+	rows := []result{{sc: s, fig: s.figures[0], col: Column{"t_typical", "usec"}, perftest: 20, rdmabench: 25,
+		counters: "duplicate_request 3"}}
+	for _, md := range []bool{false, true} {
+		var b bytes.Buffer
+		printTable(&b, config{runs: 3, iters: 5000, dev: "rxe0", markdown: md}, rows)
+		out := b.String()
+		assert.Contains(t, out, "20.00 µs")
+		assert.Contains(t, out, "25.00 µs")
+		assert.Contains(t, out, "1.25")
+		assert.Contains(t, out, "ib_write_lat client t_typical[usec]")
+		assert.Contains(t, out, "perftest: none; rdmabench: duplicate_request 3")
+		assert.Contains(t, out, "device rxe0")
+		assert.Equal(t, md, strings.Contains(out, "| write_lat 8 B |"))
+	}
+}

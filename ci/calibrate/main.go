@@ -1,0 +1,427 @@
+// Command calibrate runs perftest (ib_{send,write,read,atomic}_{lat,bw})
+// and the matching rdmabench benchmarks on the same RDMA device, one
+// after the other in one session, and prints their figures side by side
+// with the ratio rdmabench ÷ perftest and, per scenario, the definitions
+// that differ.
+//
+// Usage (make calibrate does this, inside the runner so that both see
+// the same device in one VM boot):
+//
+//	go test -c -o .cache/bench.test ./bench_test
+//	go build -o .cache/calibrate ./ci/calibrate
+//	.cache/rxevm -- .cache/calibrate [flags]
+//
+// Each perftest program runs as server and client on the same device
+// over 127.0.0.1 (-F, -n ITERS, and options matched to the benchmark's
+// axes: see scenarios); the client is retried until the server listens
+// (perftest itself does not retry), and every process has a deadline.
+// perftest runs -runs times; the benchmark runs with -test.count RUNS
+// and -test.benchtime ITERSx, so both do the same number of operations
+// per run. Each side's figure is the median over its runs.
+//
+// Units: perftest prints bandwidth in MiB/s (2^20 bytes/s; versions
+// before PR #257 label the same unit [MB/sec]); rdmabench prints MB/s =
+// 10^6 bytes/s. The table shows both in MB/s = 10^6 bytes/s (perftest's
+// value × 1.048576) and latencies in µs.
+//
+// Exit status: 0 table printed; 1 a program failed or printed no usable
+// figure (the output is kept under -keep and named); 2 usage.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rdmabench/rdmabench/rdmatest"
+	"golang.org/x/perf/benchfmt"
+)
+
+// config is the command line.
+type config struct {
+	dev       string
+	bench     string
+	benchDir  string
+	keep      string
+	only      string
+	iters     int
+	runs      int
+	timeout   time.Duration
+	markdown  bool
+	perftestD string // directory of the perftest programs ("" = PATH)
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var c config
+	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.dev, "dev", os.Getenv("RDMA_DEVICE"), "RDMA device (default: $RDMA_DEVICE, else the first in /sys/class/infiniband)")
+	fs.StringVar(&c.bench, "bench", ".cache/bench.test", "rdmabench test binary (go test -c -o .cache/bench.test ./bench_test)")
+	fs.StringVar(&c.benchDir, "benchdir", "bench_test", "working directory of the test binary, as go test would use")
+	fs.StringVar(&c.keep, "keep", "", "directory for every raw output (default .cache/calibrate/<UTC time>)")
+	fs.StringVar(&c.only, "only", "", "comma-separated parts of scenario names to run (e.g. lat or write_bw,read_lat); default all")
+	fs.IntVar(&c.iters, "iters", 5000, "perftest -n and rdmabench -test.benchtime Nx")
+	fs.IntVar(&c.runs, "runs", 3, "runs of each perftest program and -test.count of each benchmark")
+	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "deadline of every perftest process and of every benchmark run")
+	fs.BoolVar(&c.markdown, "markdown", false, "print the table as Markdown")
+	fs.StringVar(&c.perftestD, "perftest", "", "directory of the perftest programs (default: $PATH)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 0 || c.iters < 5 || c.runs < 1 {
+		fmt.Fprintln(stderr, "usage: calibrate [flags] (-iters >= 5, -runs >= 1)")
+		fs.PrintDefaults()
+		return 2
+	}
+	scs, err := find(c.only)
+	if err != nil {
+		fmt.Fprintf(stderr, "calibrate: %v\n", err)
+		return 2
+	}
+	rows, err := calibrate(context.Background(), &c, scs, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "calibrate: %v\n", err)
+		return 1
+	}
+	printTable(stdout, c, rows)
+	return 0
+}
+
+// calibrate runs every scenario and returns its rows.
+func calibrate(ctx context.Context, c *config, scs []scenario, log io.Writer) ([]result, error) {
+	if c.dev == "" {
+		devs, err := filepath.Glob("/sys/class/infiniband/*")
+		if err != nil || len(devs) == 0 {
+			return nil, errors.New("no RDMA device in /sys/class/infiniband (run through the runner: .cache/rxevm -- .cache/calibrate)")
+		}
+		c.dev = filepath.Base(devs[0])
+	}
+	if c.keep == "" {
+		c.keep = filepath.Join(".cache", "calibrate", time.Now().UTC().Format("20060102T150405Z"))
+	}
+	if err := os.MkdirAll(c.keep, 0o755); err != nil {
+		return nil, fmt.Errorf("raw output directory: %w", err)
+	}
+	bench, err := filepath.Abs(c.bench)
+	if err != nil {
+		return nil, fmt.Errorf("test binary: %w", err)
+	}
+	c.bench = bench
+	fmt.Fprintf(log, "calibrate: device %s, %d iterations, %d runs each; raw outputs in %s\n", c.dev, c.iters, c.runs, c.keep)
+	var out []result
+	for _, s := range scs {
+		r, err := runScenario(ctx, *c, s, log)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		out = append(out, r...)
+	}
+	return out, nil
+}
+
+// result is one row of the table.
+type result struct {
+	sc        scenario
+	fig       figure
+	col       Column  // perftest column the figure came from
+	perftest  float64 // median over runs, display unit
+	rdmabench float64 // median over runs, display unit
+	counters  string  // port counters that moved during the benchmark runs
+	ptCount   string  // port counters that moved during the perftest runs
+}
+
+// runScenario runs perftest and the benchmark of one scenario.
+func runScenario(ctx context.Context, c config, s scenario, log io.Writer) ([]result, error) {
+	pt := make([][]float64, len(s.figures))
+	cols := make([]Column, len(s.figures))
+	moved := map[string]float64{}
+	for i := range c.runs {
+		base := filepath.Join(c.keep, fmt.Sprintf("%s.%d", s.program, i+1))
+		fmt.Fprintf(log, "calibrate: %s %s (run %d/%d)\n", s.program, strings.Join(s.args, " "), i+1, c.runs)
+		before, cerr := rdmatest.ReadCounters(c.dev, perftestPort)
+		rep, err := runPerftest(ctx, c, s, base)
+		if err != nil {
+			return nil, err
+		}
+		if cerr == nil {
+			var after rdmatest.Counters
+			if after, cerr = rdmatest.ReadCounters(c.dev, perftestPort); cerr == nil {
+				d, derr := rdmatest.Delta(before, after)
+				cerr = derr
+				for name, v := range d {
+					if rdmatest.Watched(name) {
+						moved[name] += float64(v)
+					}
+				}
+			}
+		}
+		if cerr != nil {
+			moved["(counters unreadable: "+cerr.Error()+")"] = 0
+		}
+		for j, f := range s.figures {
+			v, col, ok := rep.Lookup(f.column, s.size)
+			if !ok {
+				return nil, fmt.Errorf("%s's %s output (%s.%s) has no column %q for size %d", s.program, s.side, base, s.side, f.column, s.size)
+			}
+			b, err := toBase(v, col)
+			if err != nil {
+				return nil, err
+			}
+			pt[j], cols[j] = append(pt[j], fromBase(b, f.display)), col
+		}
+	}
+	fmt.Fprintf(log, "calibrate: %s (-test.count %d -test.benchtime %dx)\n", s.bench, c.runs, c.iters)
+	vals, counters, err := runBench(ctx, c, s)
+	if err != nil {
+		return nil, err
+	}
+	var out []result
+	for j, f := range s.figures {
+		rb := vals[f.unit]
+		if len(rb) == 0 {
+			return nil, fmt.Errorf("benchmark %s reported no %s", s.bench, f.unit)
+		}
+		for k := range rb {
+			rb[k] = fromBase(benchBase(rb[k], f.unit), f.display)
+		}
+		out = append(out, result{sc: s, fig: f, col: cols[j], perftest: median(pt[j]), rdmabench: median(rb),
+			counters: counters, ptCount: movedText(moved)})
+	}
+	return out, nil
+}
+
+// benchBase converts an rdmabench value as printed to bytes/s (MB/s,
+// 1 MB = 10^6 bytes) or ns (units ending in -ns).
+func benchBase(v float64, unit string) float64 {
+	if unit == "MB/s" {
+		return v * 1e6
+	}
+	return v
+}
+
+// fromBase converts bytes/s or ns to the display unit.
+func fromBase(v float64, display string) float64 {
+	switch display {
+	case "µs":
+		return v / 1e3
+	case "MB/s":
+		return v / 1e6
+	}
+	panic("calibrate: unknown display unit " + display)
+}
+
+// waitDelay bounds the wait for a killed program's output pipes, which a
+// child it started may still hold open.
+const waitDelay = 2 * time.Second
+
+// notListening are client messages that mean the server was not
+// listening yet.
+var notListening = []string{"Couldn't connect to", "Unable to open file descriptor for socket connection"}
+
+// runPerftest runs s.program as server and client (retried until the
+// server listens), writes their outputs to base.server and base.client,
+// and parses the side s.side.
+func runPerftest(ctx context.Context, c config, s scenario, base string) (*Report, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	prog := s.program
+	if c.perftestD != "" {
+		prog = filepath.Join(c.perftestD, prog)
+	}
+	args := append([]string{"-d", c.dev, "-F", "-n", strconv.Itoa(c.iters)}, s.args...)
+	var srvOut bytes.Buffer
+	srv := exec.CommandContext(ctx, prog, args...)
+	srv.Stdout, srv.Stderr = &srvOut, &srvOut
+	srv.WaitDelay = waitDelay
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start %s server: %w", prog, err)
+	}
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Wait() }()
+
+	var cliOut []byte
+	var cliErr error
+	for attempt := 1; ; attempt++ {
+		time.Sleep(200 * time.Millisecond)
+		cli := exec.CommandContext(ctx, prog, append(args, "127.0.0.1")...)
+		cli.WaitDelay = waitDelay
+		cliOut, cliErr = cli.CombinedOutput()
+		if cliErr == nil || ctx.Err() != nil || !containsAny(cliOut, notListening) {
+			break
+		}
+		select {
+		case err := <-srvDone: // the server died before listening
+			srvDone <- err
+			cliErr = fmt.Errorf("server exited before the client could connect (%v)", err)
+		default:
+			continue
+		}
+		break
+	}
+	var srvErr error
+	if cliErr != nil {
+		cancel() // the server would wait for a client forever
+	}
+	srvErr = <-srvDone
+	files := map[side][]byte{client: cliOut, server: srvOut.Bytes()}
+	for sd, b := range files {
+		if err := os.WriteFile(base+"."+string(sd), b, 0o644); err != nil {
+			return nil, fmt.Errorf("keep %s output: %w", sd, err)
+		}
+	}
+	switch {
+	case cliErr != nil:
+		return nil, fmt.Errorf("%s client: %w%s; output in %s.client, server's in %s.server", prog, cliErr, deadlineNote(ctx, c), base, base)
+	case srvErr != nil:
+		return nil, fmt.Errorf("%s server: %w%s; output in %s.server", prog, srvErr, deadlineNote(ctx, c), base)
+	}
+	rep, err := ParsePerftest(bytes.NewReader(files[s.side]))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s (%s.%s): %w", prog, s.side, base, s.side, err)
+	}
+	return rep, nil
+}
+
+func deadlineNote(ctx context.Context, c config) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Sprintf(" (killed at the %v deadline, -timeout)", c.timeout)
+	}
+	return ""
+}
+
+func containsAny(b []byte, subs []string) bool {
+	for _, s := range subs {
+		if bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// runBench runs the scenario's benchmark and returns its values by unit
+// (one per run) and a summary of the port counters that moved (units
+// ending in /run).
+func runBench(ctx context.Context, c config, s scenario) (map[string][]float64, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(c.runs)*c.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bench, "-test.run", "^$", "-test.bench", benchRegexp(s.bench),
+		"-test.count", strconv.Itoa(c.runs), "-test.benchtime", strconv.Itoa(c.iters)+"x")
+	cmd.Dir = c.benchDir
+	cmd.WaitDelay = waitDelay
+	out, err := cmd.CombinedOutput()
+	keep := filepath.Join(c.keep, "bench-"+s.program+".txt")
+	if werr := os.WriteFile(keep, out, 0o644); werr != nil {
+		return nil, "", fmt.Errorf("keep benchmark output: %w", werr)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("%s -test.bench %s: %w%s; output in %s", c.bench, s.bench, err, deadlineNote(ctx, c), keep)
+	}
+	vals := map[string][]float64{}
+	rd := benchfmt.NewReader(bytes.NewReader(out), keep)
+	n := 0
+	for rd.Scan() {
+		r, ok := rd.Result().(*benchfmt.Result)
+		if !ok {
+			continue
+		}
+		if !sameBench(string(r.Name.Full()), s.bench) {
+			continue
+		}
+		n++
+		for _, v := range r.Values {
+			unit, val := v.Unit, v.Value
+			if v.OrigUnit != "" {
+				unit, val = v.OrigUnit, v.OrigValue
+			}
+			vals[unit] = append(vals[unit], val)
+		}
+	}
+	if err := rd.Err(); err != nil {
+		return nil, "", fmt.Errorf("read benchmark output %s: %w", keep, err)
+	}
+	if n != c.runs {
+		return nil, "", fmt.Errorf("benchmark %s: %d results, want %d; output in %s", s.bench, n, c.runs, keep)
+	}
+	moved := map[string]float64{}
+	for unit, v := range vals {
+		if name, ok := strings.CutSuffix(unit, "/run"); ok {
+			for _, x := range v {
+				moved[name] += x
+			}
+		}
+	}
+	return vals, movedText(moved), nil
+}
+
+// perftestPort is the port perftest uses by default (-i 1).
+const perftestPort = 1
+
+// movedText lists counter totals as "name total, ..." sorted by name.
+func movedText(moved map[string]float64) string {
+	var out []string
+	for name, v := range moved {
+		if v == 0 {
+			out = append(out, name)
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %g", name, v))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
+}
+
+// neutralParts are name parts of axes added to a family later whose value
+// is the behaviour the scenario already means (SendBW and WriteBW gained
+// a bidir axis): a result named with them is the scenario's benchmark.
+// The -test.bench pattern cannot leave them out (a pattern with fewer
+// levels also runs the other values, one with more levels would run
+// nothing on older binaries), so runBench filters instead.
+var neutralParts = map[string]bool{"bidir=false": true}
+
+// sameBench tells whether result name got (as printed, with its
+// -GOMAXPROCS suffix) is the benchmark want, ignoring neutral parts.
+func sameBench(got, want string) bool {
+	got = strings.TrimSuffix(got, gomaxprocsSuffix(got))
+	parts := strings.Split(got, "/")
+	kept := parts[:0]
+	for _, p := range parts {
+		if !neutralParts[p] {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "/") == want
+}
+
+// gomaxprocsSuffix returns the "-N" that testing appends to a name.
+func gomaxprocsSuffix(name string) string {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 || !isUint(name[i+1:]) {
+		return ""
+	}
+	return name[i:]
+}
+
+// median is the middle value (mean of the middle two for an even count).
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
