@@ -19,7 +19,7 @@ step "VM failure tests of the loopback runner"
 RDMA_VM_TESTS=1 go test -count=1 -timeout 15m -run VM -v ./loopback/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)' 
 
 step "brief fuzzing of every parser of outside input"
-for t in ./rdmatest:FuzzParseSizes ./rdmatest/oob:FuzzDecode ./ci/gate:FuzzGate ./cmd/rdmaplot:FuzzReadResults; do
+for t in ./rdmatest:FuzzParseSizes ./rdmatest/oob:FuzzDecode ./ci/gate:FuzzGate ./ci/calibrate:FuzzParsePerftest ./cmd/rdmaplot:FuzzReadResults; do
 	pkg=${t%%:*} name=${t##*:}
 	go test -count=1 -run '^$' -fuzz "^${name}\$" -fuzztime 5s -fuzzminimizetime 2s "$pkg"
 done
