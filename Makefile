@@ -84,8 +84,8 @@ plots:
 CALIBRATE_FLAGS ?=
 calibrate: build
 	go test -c -o .cache/bench.test ./bench_test
-	go build -o .cache/calibrate ./ci/calibrate
-	$(RXEVM) $(RXEVM_FLAGS) -- .cache/calibrate -bench .cache/bench.test $(CALIBRATE_FLAGS)
+	go build -o .cache/bin/calibrate ./ci/calibrate
+	$(RXEVM) $(RXEVM_FLAGS) -- .cache/bin/calibrate -bench .cache/bench.test $(CALIBRATE_FLAGS)
 
 clean:
 	rm -rf .cache
