@@ -167,20 +167,14 @@ func TestWireDelay(t *testing.T) {
 func TestWireLinkDown(t *testing.T) {
 	d := peerDevice(t)
 	dev := wire(t)
-	p, s := echoPair(t, d, 64)
-	ping, err := recvPing(p.A, s, p.Cfg.RecvDepth, p.Dev.Opts.Timeout)
-	require.NoError(t, err)
-	require.NoError(t, p.remote.start())
-	for range 20 {
-		_, err := ping()
-		require.NoError(t, err)
-	}
+	p, ping := runningEcho(t, d)
 	run(t, "ip", "link", "set", "dev", dev, "down")
 	t.Cleanup(func() {
 		run(t, "ip", "link", "set", "dev", dev, "up")
 		waitPortActive(t, d)
 	})
 	start := time.Now()
+	var err error
 	for err == nil && time.Since(start) < 2*p.Dev.Opts.Timeout {
 		_, err = ping()
 	}
@@ -210,16 +204,10 @@ func TestWirePeerKilled(t *testing.T) {
 	if flag == "" {
 		t.Skip("needs RDMA_PEER_KILL_FILE: a file whose creation makes the peer's host kill the peer (ci/twohost.sh)")
 	}
-	p, s := echoPair(t, d, 64)
-	ping, err := recvPing(p.A, s, p.Cfg.RecvDepth, p.Dev.Opts.Timeout)
-	require.NoError(t, err)
-	require.NoError(t, p.remote.start())
-	for range 20 {
-		_, err := ping()
-		require.NoError(t, err)
-	}
+	p, ping := runningEcho(t, d)
 	require.NoError(t, os.WriteFile(flag, nil, 0o644))
 	start := time.Now()
+	var err error
 	for err == nil && time.Since(start) < 2*p.Dev.Opts.Timeout {
 		_, err = ping()
 	}
@@ -228,6 +216,21 @@ func TestWirePeerKilled(t *testing.T) {
 	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
 	assert.Less(t, took, p.Dev.Opts.Timeout+5*time.Second, "the error must come within the deadline")
 	p.remote.close() // the peer is gone: nothing to stop
+}
+
+// runningEcho starts a SEND echo with the peer and checks that 20 round
+// trips go through; the test then breaks something and pings on.
+func runningEcho(t *testing.T, d *Dev) (*Pair, func() (int64, error)) {
+	t.Helper()
+	p, s := echoPair(t, d, 64)
+	ping, err := recvPing(p.A, s, p.Cfg.RecvDepth, p.Dev.Opts.Timeout)
+	require.NoError(t, err)
+	require.NoError(t, p.remote.start())
+	for range 20 {
+		_, err := ping()
+		require.NoError(t, err)
+	}
+	return p, ping
 }
 
 // waitPortActive waits until the device's port is ACTIVE again.

@@ -36,3 +36,35 @@ func FuzzReadResults(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadHlog checks that any interval log parses without panicking and
+// that a spectrum it yields is well formed: quantiles in [0,1) ascending,
+// values not decreasing.
+func FuzzReadHlog(f *testing.F) {
+	for _, name := range []string{"testdata/BenchmarkWriteLat_transport=RC_size=8.hlog", "testdata/BenchmarkSendLat_transport=UD_size=64.hlog"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("#[StartTime: 1 (seconds since epoch)]\n0.000,1.000,100.0,HISTFAAAABx4nJNpmSzMwMDAxAABzFCaEUTPmgQAJRkCCQ==\n"))
+	f.Add([]byte("Tag=x,0.0,1.0,1.0,!!!\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ReadHlog(bytes.NewReader(data), "fuzz")
+		if err != nil {
+			return
+		}
+		if len(s.Quantiles) != len(s.Values) {
+			t.Fatalf("%d quantiles for %d values", len(s.Quantiles), len(s.Values))
+		}
+		for i, q := range s.Quantiles {
+			if q < 0 || q >= 1 || (i > 0 && q < s.Quantiles[i-1]) {
+				t.Fatalf("quantiles not ascending in [0,1): %v", s.Quantiles)
+			}
+			if i > 0 && s.Values[i] < s.Values[i-1] {
+				t.Fatalf("values decrease: %v", s.Values)
+			}
+		}
+	})
+}
