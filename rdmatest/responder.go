@@ -18,6 +18,9 @@ type responder struct {
 	// stopFn, when set, replaces the goroutine: the role runs elsewhere
 	// (a remote peer) and stopFn ends it.
 	stopFn func() error
+	// stopped and err keep the first Stop's outcome.
+	stopped bool
+	err     error
 }
 
 func startResponder(timeout time.Duration, work func(stop *atomic.Bool) error) *responder {
@@ -30,23 +33,28 @@ func startResponder(timeout time.Duration, work func(stop *atomic.Bool) error) *
 	return r
 }
 
-// Stop asks the responder to finish and returns its error.
+// Stop asks the responder to finish and returns its error. Only the first
+// call waits; later calls return the same result at once (the loops call
+// it on their error paths and again, deferred, on the way out).
 func (r *responder) Stop() error {
 	if r == nil {
 		return nil
 	}
+	if r.stopped {
+		return r.err
+	}
+	r.stopped = true
 	if r.stopFn != nil {
-		f := r.stopFn
-		r.stopFn = func() error { return nil } // stop once
-		return f()
+		r.err = r.stopFn()
+		return r.err
 	}
 	r.stop.Store(true)
 	select {
-	case err := <-r.done:
-		return err
+	case r.err = <-r.done:
 	case <-time.After(r.timeout):
-		return fmt.Errorf("rdmatest: the passive side did not stop within %v", r.timeout)
+		r.err = fmt.Errorf("rdmatest: the passive side did not stop within %v", r.timeout)
 	}
+	return r.err
 }
 
 // receiver keeps receive WRs posted on a side (per QP or on its SRQ) and
