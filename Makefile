@@ -66,7 +66,7 @@ bench: build
 		-rdma.hlog ../results/bench-$(STAMP)-hlog $(BENCHARGS) | tee ../results/bench-$(STAMP).txt
 	@echo; echo "make bench: results in results/bench-$(STAMP).txt (histograms in results/bench-$(STAMP)-hlog/)"
 	go run golang.org/x/perf/cmd/benchstat -filter '.unit:(MB/s OR msgs/s OR p50-ns OR p99-ns OR p99.9-ns)' \
-		-col .unit results/bench-$(STAMP).txt
+		results/bench-$(STAMP).txt
 
 # make compare OLD=<ref|file> NEW=<ref|file>: interleaved A/B runs in one
 # device session, then the regression gate.
