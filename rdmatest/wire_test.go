@@ -179,14 +179,7 @@ func TestWireLinkDown(t *testing.T) {
 		run(t, "ip", "link", "set", "dev", dev, "up")
 		waitPortActive(t, d)
 	})
-	start := time.Now()
-	var err error
-	for err == nil && time.Since(start) < 2*p.Dev.Opts.Timeout {
-		_, err = ping()
-	}
-	took := time.Since(start)
-	require.Error(t, err, "the wire is down: the run must fail")
-	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+	err := pingUntilError(t, p, ping, "the wire is down")
 	// rxe fails the QP at once when its netdev goes down (seen: "local QP
 	// operation error"); a NIC whose link drops on the far side exhausts
 	// its retries instead (RETRY_EXC_ERR). Either is a completion error;
@@ -197,7 +190,6 @@ func TestWireLinkDown(t *testing.T) {
 	} else {
 		assert.Contains(t, err.Error(), "deadline", "without a completion error, the deadline must have fired")
 	}
-	assert.Less(t, took, p.Dev.Opts.Timeout+5*time.Second, "the error must come within the deadline")
 }
 
 // TestWirePeerKilled: the peer process dies in the middle of a run
@@ -212,15 +204,7 @@ func TestWirePeerKilled(t *testing.T) {
 	}
 	p, ping := runningEcho(t, d)
 	require.NoError(t, os.WriteFile(flag, nil, 0o644))
-	start := time.Now()
-	var err error
-	for err == nil && time.Since(start) < 2*p.Dev.Opts.Timeout {
-		_, err = ping()
-	}
-	took := time.Since(start)
-	require.Error(t, err, "the peer is dead: the run must fail")
-	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
-	assert.Less(t, took, p.Dev.Opts.Timeout+5*time.Second, "the error must come within the deadline")
+	pingUntilError(t, p, ping, "the peer is dead")
 	p.remote.close() // the peer is gone: nothing to stop
 }
 
@@ -237,6 +221,22 @@ func runningEcho(t *testing.T, d *Dev) (*Pair, func() (int64, error)) {
 		require.NoError(t, err)
 	}
 	return p, ping
+}
+
+// pingUntilError pings on after a fault (why names it) until a ping
+// fails, requires that it does within the deadline, and returns the error.
+func pingUntilError(t *testing.T, p *Pair, ping func() (int64, error), why string) error {
+	t.Helper()
+	start := time.Now()
+	var err error
+	for err == nil && time.Since(start) < 2*p.Dev.Opts.Timeout {
+		_, err = ping()
+	}
+	took := time.Since(start)
+	require.Error(t, err, "%s: the run must fail", why)
+	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+	assert.Less(t, took, p.Dev.Opts.Timeout+5*time.Second, "the error must come within the deadline")
+	return err
 }
 
 // waitPortActive waits until the device's port is ACTIVE again.
