@@ -23,7 +23,7 @@ BENCHARGS ?=
 # make bench ATC16=1: the rdma_bench (Kalia et al., ATC'16) families with
 # their full sweeps instead of the default matrix.
 ifeq ($(ATC16),1)
-BENCH := Doorbell|Threads|Inbound|HeaderOnly|AtomicContention|ReadWindow|RegMR|Connect|CreateQueue
+BENCH := Doorbell|Threads|Inbound|HeaderOnly|EchoRPC|AtomicContention|ReadWindow|RegMR|Connect|CreateQueue
 BENCHARGS += -rdma.full
 endif
 STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)

@@ -3,6 +3,7 @@ package bench
 import (
 	"testing"
 
+	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -96,6 +97,22 @@ func BenchmarkHeaderOnly(b *testing.B) {
 	atc16(b, verbs.OpSendImm, append(
 		sided(axes{transport: ud, size: []int{0}, qd: qd128, hdr: yes}),
 		sided(axes{transport: ud, size: full(smallSz, []int{8, 32, 256}), qd: qd128, hdr: no})...)...)
+}
+
+// BenchmarkEchoRPC: HERD-style echo RPCs (paper §4, Fig. 7's baseline;
+// rdma_bench ws-echo for op=write, ss-echo for op=send): the request goes
+// over UC RDMA WRITE into the server's request slots (op=write) or as a
+// UD SEND_WITH_IMM (op=send); the response always comes back as a UD
+// SEND_WITH_IMM. qd is the client's window of outstanding requests.
+// msgs/s = RPCs completed per second; p50-ns … max-ns are full round
+// trips (see rdmatest.EchoRPC).
+func BenchmarkEchoRPC(b *testing.B) {
+	window := full([]int{1, 16}, []int{1, 4, 16, 32, 64})
+	size := full(smallSz, []int{16, 32, 256})
+	run(b, 0, []axes{
+		{op: []verbs.Opcode{verbs.OpWrite}, transport: []verbs.Transport{verbs.TransportUC}, size: size, qd: window, inline: yes},
+		{op: []verbs.Opcode{verbs.OpSendImm}, transport: ud, size: size, qd: window, inline: yes},
+	}, rdmatest.EchoRPC)
 }
 
 // BenchmarkAtomicContention: fetch-and-add and compare-and-swap whose

@@ -14,9 +14,10 @@
 // that benchstat can use the keys as dimensions (-col /size, -row /transport):
 //
 //	transport  RC, UC or UD (where the verb allows it)
-//	op         fadd (ATOMIC_FETCH_AND_ADD) or cas (ATOMIC_CMP_AND_SWP)
+//	op         fadd (ATOMIC_FETCH_AND_ADD) or cas (ATOMIC_CMP_AND_SWP);
+//	           EchoRPC: the request's verb, write (RDMA WRITE) or send (SEND_WITH_IMM)
 //	size       message size in bytes
-//	qd         outstanding WRs per QP (streaming)
+//	qd         outstanding WRs per QP (streaming); EchoRPC: requests outstanding (the window)
 //	qps        QPs, posted to round-robin by one goroutine
 //	inline     payload inlined in the WQE
 //	batch      WRs per post call (doorbell batching)

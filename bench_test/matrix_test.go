@@ -110,7 +110,7 @@ func points(op verbs.Opcode, v axes) []case_ {
 	}
 	dim("op", len(v.op), func(c *case_, i int) string {
 		c.spec.Op = v.op[i]
-		return map[verbs.Opcode]string{verbs.OpFetchAdd: "fadd", verbs.OpCmpSwap: "cas"}[v.op[i]]
+		return map[verbs.Opcode]string{verbs.OpFetchAdd: "fadd", verbs.OpCmpSwap: "cas", verbs.OpWrite: "write", verbs.OpSendImm: "send"}[v.op[i]]
 	})
 	dim("transport", len(v.transport), func(c *case_, i int) string { c.spec.Transport = v.transport[i]; return v.transport[i].String() })
 	dim("size", len(v.size), func(c *case_, i int) string { c.spec.Size = v.size[i]; return fmt.Sprint(v.size[i]) })

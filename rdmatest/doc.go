@@ -61,6 +61,10 @@
 //     ends when both have completed. MB/s counts both directions
 //     (b.SetBytes(2·size)), msgs/s = 2·b.N / elapsed, and the latency
 //     percentiles merge both sides' samples.
+//   - Echo RPC (HERD style, see EchoRPC): one sample per RPC = the full
+//     round trip (not halved) from just before the request's post call
+//     until the poll that returned its response's receive completion,
+//     with qd requests outstanding; msgs/s = RPCs completed per second.
 //   - Inbound, threads, header-only, atomics over many counters and the
 //     control path: see Stream and ControlPath.
 //   - ns/op: elapsed time divided by iterations. An iteration is one

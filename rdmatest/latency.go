@@ -226,8 +226,10 @@ func recvPing(a *Side, s *Spec, recvDepth int, timeout time.Duration) (func() (i
 	}, nil
 }
 
-// serveRecvEcho is the passive half of a SEND ping-pong: answer every
-// receive with the same verb, carrying back the payload received.
+// serveRecvEcho is the passive half of a SEND ping-pong (and the server
+// of an echo RPC over UD SEND): answer every receive with the same verb,
+// carrying back the payload received and, for verbs with immediate data,
+// the immediate received (an RPC's tag).
 func serveRecvEcho(b *Side, s *Spec, recvDepth int, timeout time.Duration) (*responder, error) {
 	rx := newReceiver(b, recvBytes(s))
 	if err := rx.fill(recvDepth); err != nil {
@@ -242,21 +244,25 @@ func serveRecvEcho(b *Side, s *Spec, recvDepth int, timeout time.Duration) (*res
 	sq := newSendQueue(b.QPs[0], wr, b.depth)
 	poll := NewPoller(b, 8, timeout)
 	return startResponder(timeout, func(stop *atomic.Bool) error {
-		pings := 0 // receives to answer
-		onRecv := func(*verbs.WC) { pings++ }
+		// The immediates of the receives still to answer, oldest first
+		// (at most recvDepth: every one holds a posted receive).
+		pings := make([]uint32, 0, recvDepth)
+		onRecv := func(wc *verbs.WC) { pings = append(pings, wc.Imm) }
 		for !stop.Load() {
 			wcs, err := poll.Poll()
 			if err != nil {
 				return fmt.Errorf("rdmatest: passive side: %w", err)
 			}
 			sq.handle(wcs, onRecv)
-			for ; pings > 0; pings-- {
+			for len(pings) > 0 {
 				if err := rx.consumed(0); err != nil {
 					return err
 				}
 				if err := sq.makeRoom(poll, onRecv); err != nil {
 					return fmt.Errorf("rdmatest: passive side: %w", err)
 				}
+				sq.wr[0].Imm = pings[0]
+				pings = append(pings[:0], pings[1:]...)
 				if err := sq.post(); err != nil {
 					return fmt.Errorf("rdmatest: passive side answering: %w", err)
 				}
