@@ -25,7 +25,7 @@ type mirrorStream struct {
 }
 
 // startMirror starts B's mirror of stream a (B's QP i streams to A's QP i
-// with a's spec) in a goroutine locked to its OS thread. For verbs that
+// with a's spec) in a goroutine of its own. For verbs that
 // consume a receive, both streams get receivers for the peer's messages.
 func startMirror(a *stream) (*mirrorStream, error) {
 	p := a.p

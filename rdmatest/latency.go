@@ -287,6 +287,7 @@ func writePing(a *Side, s *Spec, timeout time.Duration) func() (int64, error) {
 	poll := NewPoller(a, 8, timeout)
 	out, in := a.OutBytes(0), a.InBytes(0)
 	v := byte(0)
+	var sp spinner
 	return func() (int64, error) {
 		if err := sq.makeRoom(poll, nil); err != nil {
 			return 0, err
@@ -299,6 +300,7 @@ func writePing(a *Side, s *Spec, timeout time.Duration) func() (int64, error) {
 		}
 		deadline := t0.Add(timeout)
 		for spins := 0; loadByte(in, last) != v; spins++ {
+			sp.spin()
 			if spins&1023 == 1023 && time.Now().After(deadline) {
 				return 0, poll.Stalled("the passive side's RDMA WRITE to change the last byte of the requester's buffer", sq.outstanding())
 			}
@@ -316,7 +318,9 @@ func serveWriteEcho(b *Side, s *Spec, timeout time.Duration) *responder {
 	out, in := b.OutBytes(0), b.InBytes(0)
 	return startResponder(timeout, func(stop *atomic.Bool) error {
 		seen := byte(0)
+		var sp spinner
 		for !stop.Load() {
+			sp.spin()
 			v := loadByte(in, last)
 			if v == seen {
 				continue

@@ -260,7 +260,9 @@ func serveWriteRPC(reqSide, respSide *Side, s *Spec, stride int, timeout time.Du
 	sq := newSendQueue(respSide.QPs[0], wr, respSide.depth)
 	poll := NewPoller(respSide, 16, timeout)
 	return startResponder(timeout, func(stop *atomic.Bool) error {
+		var sp spinner
 		for !stop.Load() {
+			sp.spin()
 			for k := range s.QD {
 				off := k * stride
 				last := off + s.Size - 1

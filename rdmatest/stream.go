@@ -57,7 +57,7 @@ type stream struct {
 //
 //   - Bidir: side B streams the mirror of A's stream to A at the same
 //     time (B's QP i to A's QP i, same verb, size and knobs), in lockstep:
-//     B posts, from a goroutine locked to its own OS thread, exactly as
+//     B posts, from a goroutine of its own, exactly as
 //     many messages as A has posted so far, so both move b.N messages.
 //     The timed region runs from A's first post until both streams'
 //     last completions. MB/s counts the payload of both directions

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -19,6 +20,56 @@ type Poller struct {
 	// Last is the most recent completion seen (for diagnostics).
 	Last    verbs.WC
 	hasLast bool
+	spin    spinner
+}
+
+// yieldPeriod is how often a busy loop yields its P (see spinner).
+const yieldPeriod = 2 * time.Millisecond
+
+// spinner is in every busy loop of the measured paths: it yields the P
+// (runtime.Gosched) once per yieldPeriod. Without it, a goroutine that
+// spins for 10 ms without passing through the scheduler is
+// force-preempted by the runtime's sysmon thread; when that catches it
+// inside a cgo call (ibv_post_send is a system call on rxe), sysmon takes
+// its P and hands it off, then goes back to waking every 20 µs — and on a
+// machine with as many CPUs as spinning goroutines every wakeup preempts
+// one of them. A yield moves the scheduler tick on, so the forced
+// preemption never comes; with nothing else to run, the goroutine
+// continues at once.
+//
+// Reading the clock on every turn would cost more than a turn of a tight
+// poll loop, so the spinner reads it every "every" turns and adapts that
+// count to the loop's speed: about 8 to 16 clock reads per yieldPeriod,
+// whether a turn takes 50 ns (a poll) or 300 µs (a post doing a whole
+// 4 KiB send in the kernel, as on rxe).
+type spinner struct {
+	n, every  uint32
+	last, due time.Time
+}
+
+// spin counts one turn of a busy loop.
+func (s *spinner) spin() {
+	s.n++
+	if s.n < s.every {
+		return
+	}
+	s.n = 0
+	now := time.Now()
+	if s.every == 0 { // first turn
+		s.every, s.last, s.due = 1, now, now.Add(yieldPeriod)
+		return
+	}
+	switch d := now.Sub(s.last); {
+	case d < yieldPeriod/16 && s.every < 1<<20:
+		s.every *= 2
+	case d > yieldPeriod/8 && s.every > 1:
+		s.every /= 2
+	}
+	s.last = now
+	if now.After(s.due) {
+		runtime.Gosched()
+		s.due = now.Add(yieldPeriod)
+	}
 }
 
 // NewPoller returns a poller for s with room for n completions per poll.
@@ -29,6 +80,7 @@ func NewPoller(s *Side, n int, timeout time.Duration) *Poller {
 // Poll returns the completions available now (possibly none). A failed
 // completion is returned as an error (a *verbs.WCError).
 func (p *Poller) Poll() ([]verbs.WC, error) {
+	p.spin.spin()
 	n, err := p.side.CQ.Poll(p.wcs)
 	if err != nil {
 		return nil, err
