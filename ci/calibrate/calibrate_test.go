@@ -61,20 +61,54 @@ func TestMedian(t *testing.T) {
 	assert.Equal(t, 2.5, median([]float64{4, 1, 3, 2}))
 }
 
+func TestPairRatios(t *testing.T) {
+	tests := []struct {
+		name   string
+		pt, rb []float64
+		want   ratios
+	}{
+		{"one pair", []float64{20}, []float64{25}, ratios{1.25, 1.25, 1.25}},
+		{"odd", []float64{10, 10, 10}, []float64{12, 9, 11}, ratios{1.1, 0.9, 1.2}},
+		{"even: mean of the middle two", []float64{1, 2, 4, 5}, []float64{2, 2, 2, 2}, ratios{0.75, 0.4, 2}},
+		// The host slowed down between pairs: the medians come from
+		// different pairs (20 from pair 3, 18 from pair 2; 0.9), the
+		// per-pair ratios are 1.2, 0.6, 2.
+		{"median of ratios, not ratio of medians", []float64{10, 30, 20}, []float64{12, 18, 40}, ratios{1.2, 0.6, 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := pairRatios(tt.pt, tt.rb)
+			assert.InDelta(t, tt.want.median, got.median, 1e-12, "median")
+			assert.InDelta(t, tt.want.min, got.min, 1e-12, "min")
+			assert.InDelta(t, tt.want.max, got.max, 1e-12, "max")
+		})
+	}
+	assert.InDelta(t, 0.9, median([]float64{12, 18, 40})/median([]float64{10, 30, 20}), 1e-12,
+		"the last case's ratio of medians differs from its median of ratios")
+}
+
 func TestPrintTable(t *testing.T) {
 	s := scenarios[1] // write_lat
+	// The ratio column is the median of the per-pair ratios (1.30), not
+	// the quotient of the two medians shown (25 ÷ 20 = 1.25).
 	rows := []result{{sc: s, fig: s.figures[0], col: Column{"t_typical", "usec"}, perftest: 20, rdmabench: 25,
-		counters: "duplicate_request 3"}}
+		ratios: ratios{median: 1.3, min: 0.91, max: 1.42}, counters: "duplicate_request 3"}}
 	for _, md := range []bool{false, true} {
 		var b bytes.Buffer
-		printTable(&b, config{runs: 3, iters: 5000, dev: "rxe0", markdown: md}, rows)
+		printTable(&b, config{runs: 5, iters: 5000, dev: "rxe0", markdown: md}, rows)
 		out := b.String()
+		t.Logf("markdown=%v:\n%s", md, out)
 		assert.Contains(t, out, "20.00 µs")
 		assert.Contains(t, out, "25.00 µs")
-		assert.Contains(t, out, "1.25")
+		assert.Contains(t, out, "ratio range")
+		assert.Contains(t, out, "1.30")
+		assert.NotContains(t, out, "1.25")
+		assert.Contains(t, out, "0.91–1.42")
 		assert.Contains(t, out, "ib_write_lat client t_typical[usec]")
 		assert.Contains(t, out, "perftest: none; rdmabench: duplicate_request 3")
+		assert.Contains(t, out, "5 interleaved pairs per scenario")
+		assert.Contains(t, out, "ratio = median over the pairs of rdmabench ÷ perftest")
 		assert.Contains(t, out, "device rxe0")
-		assert.Equal(t, md, strings.Contains(out, "| write_lat 8 B |"))
+		assert.Equal(t, md, strings.Contains(out, "| write_lat 8 B | p50 | 20.00 µs | ib_write_lat client t_typical[usec] | 25.00 µs | p50-ns | 1.30 | 0.91–1.42 |"))
 	}
 }

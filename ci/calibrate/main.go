@@ -15,9 +15,15 @@
 // over 127.0.0.1 (-F, -n ITERS, and options matched to the benchmark's
 // axes: see scenarios); the client is retried until the server listens
 // (perftest itself does not retry), and every process has a deadline.
-// perftest runs -runs times; the benchmark runs with -test.count RUNS
-// and -test.benchtime ITERSx, so both do the same number of operations
-// per run. Each side's figure is the median over its runs.
+// The runs are interleaved pairs: for each scenario, -runs times,
+// perftest runs once and the benchmark runs once right after it
+// (-test.count 1 -test.benchtime ITERSx, so both do the same number of
+// operations per run), because the speed of a TCG guest drifts over
+// tens of seconds and two blocks run at different times would not be
+// comparable. The perftest and rdmabench columns are the medians of
+// each side's runs; the ratio is the median of the per-pair ratios
+// rdmabench ÷ perftest (which need not equal the quotient of the two
+// medians), and the ratio range their minimum and maximum.
 //
 // Units: perftest prints bandwidth in MiB/s (2^20 bytes/s; versions
 // before PR #257 label the same unit [MB/sec]); rdmabench prints MB/s =
@@ -75,8 +81,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.keep, "keep", "", "directory for every raw output (default .cache/calibrate/<UTC time>)")
 	fs.StringVar(&c.only, "only", "", "comma-separated parts of scenario names to run (e.g. lat or write_bw,read_lat); default all")
 	fs.IntVar(&c.iters, "iters", 5000, "perftest -n and rdmabench -test.benchtime Nx")
-	fs.IntVar(&c.runs, "runs", 3, "runs of each perftest program and -test.count of each benchmark")
-	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "deadline of every perftest process and of every benchmark run")
+	fs.IntVar(&c.runs, "runs", 5, "interleaved pairs per scenario: perftest once, then the benchmark once (-test.count 1)")
+	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "deadline of every perftest run and of every benchmark run")
 	fs.BoolVar(&c.markdown, "markdown", false, "print the table as Markdown")
 	fs.StringVar(&c.perftestD, "perftest", "", "directory of the perftest programs (default: $PATH)")
 	if err := fs.Parse(args); err != nil {
@@ -121,7 +127,7 @@ func calibrate(ctx context.Context, c *config, scs []scenario, log io.Writer) ([
 		return nil, fmt.Errorf("test binary: %w", err)
 	}
 	c.bench = bench
-	fmt.Fprintf(log, "calibrate: device %s, %d iterations, %d runs each; raw outputs in %s\n", c.dev, c.iters, c.runs, c.keep)
+	fmt.Fprintf(log, "calibrate: device %s, %d iterations, %d interleaved pairs per scenario; raw outputs in %s\n", c.dev, c.iters, c.runs, c.keep)
 	var out []result
 	for _, s := range scs {
 		r, err := runScenario(ctx, *c, s, log)
@@ -140,68 +146,99 @@ type result struct {
 	col       Column  // perftest column the figure came from
 	perftest  float64 // median over runs, display unit
 	rdmabench float64 // median over runs, display unit
+	ratios    ratios  // per-pair ratios rdmabench ÷ perftest
 	counters  string  // port counters that moved during the benchmark runs
 	ptCount   string  // port counters that moved during the perftest runs
 }
 
-// runScenario runs perftest and the benchmark of one scenario.
+// runScenario runs c.runs interleaved pairs of one scenario: perftest
+// once, then the benchmark once.
 func runScenario(ctx context.Context, c config, s scenario, log io.Writer) ([]result, error) {
 	pt := make([][]float64, len(s.figures))
-	cols := make([]Column, len(s.figures))
-	moved := map[string]float64{}
+	rb := make([][]float64, len(s.figures))
+	var cols []Column
+	ptMoved, rbMoved := map[string]float64{}, map[string]float64{}
 	for i := range c.runs {
-		base := filepath.Join(c.keep, fmt.Sprintf("%s.%d", s.program, i+1))
-		fmt.Fprintf(log, "calibrate: %s %s (run %d/%d)\n", s.program, strings.Join(s.args, " "), i+1, c.runs)
-		before, cerr := rdmatest.ReadCounters(c.dev, perftestPort)
-		rep, err := runPerftest(ctx, c, s, base)
+		run := i + 1
+		fmt.Fprintf(log, "calibrate: %s %s (pair %d/%d)\n", s.program, strings.Join(s.args, " "), run, c.runs)
+		p, cs, err := perftestRun(ctx, c, s, run, ptMoved)
 		if err != nil {
 			return nil, err
 		}
-		if cerr == nil {
-			var after rdmatest.Counters
-			if after, cerr = rdmatest.ReadCounters(c.dev, perftestPort); cerr == nil {
-				d, derr := rdmatest.Delta(before, after)
-				cerr = derr
-				for name, v := range d {
-					if rdmatest.Watched(name) {
-						moved[name] += float64(v)
-					}
-				}
-			}
+		cols = cs
+		fmt.Fprintf(log, "calibrate: %s (-test.count 1 -test.benchtime %dx, pair %d/%d)\n", s.bench, c.iters, run, c.runs)
+		b, err := benchRun(ctx, c, s, run, rbMoved)
+		if err != nil {
+			return nil, err
 		}
-		if cerr != nil {
-			moved["(counters unreadable: "+cerr.Error()+")"] = 0
+		for j := range s.figures {
+			pt[j], rb[j] = append(pt[j], p[j]), append(rb[j], b[j])
 		}
-		for j, f := range s.figures {
-			v, col, ok := rep.Lookup(f.column, s.size)
-			if !ok {
-				return nil, fmt.Errorf("%s's %s output (%s.%s) has no column %q for size %d", s.program, s.side, base, s.side, f.column, s.size)
-			}
-			b, err := toBase(v, col)
-			if err != nil {
-				return nil, err
-			}
-			pt[j], cols[j] = append(pt[j], fromBase(b, f.display)), col
-		}
-	}
-	fmt.Fprintf(log, "calibrate: %s (-test.count %d -test.benchtime %dx)\n", s.bench, c.runs, c.iters)
-	vals, counters, err := runBench(ctx, c, s)
-	if err != nil {
-		return nil, err
 	}
 	var out []result
 	for j, f := range s.figures {
-		rb := vals[f.unit]
-		if len(rb) == 0 {
-			return nil, fmt.Errorf("benchmark %s reported no %s", s.bench, f.unit)
-		}
-		for k := range rb {
-			rb[k] = fromBase(benchBase(rb[k], f.unit), f.display)
-		}
-		out = append(out, result{sc: s, fig: f, col: cols[j], perftest: median(pt[j]), rdmabench: median(rb),
-			counters: counters, ptCount: movedText(moved)})
+		out = append(out, result{sc: s, fig: f, col: cols[j], perftest: median(pt[j]), rdmabench: median(rb[j]),
+			ratios: pairRatios(pt[j], rb[j]), counters: movedText(rbMoved), ptCount: movedText(ptMoved)})
 	}
 	return out, nil
+}
+
+// ratios summarises the per-pair ratios rdmabench ÷ perftest of one
+// figure.
+type ratios struct {
+	median, min, max float64
+}
+
+// pairRatios returns the median, minimum and maximum of rb[i] ÷ pt[i]
+// over the pairs i (pt and rb have the same length, at least 1).
+func pairRatios(pt, rb []float64) ratios {
+	q := make([]float64, len(pt))
+	for i := range pt {
+		q[i] = rb[i] / pt[i]
+	}
+	return ratios{median: median(q), min: slices.Min(q), max: slices.Max(q)}
+}
+
+// perftestRun runs the scenario's perftest program once (run numbers
+// its kept outputs), adds the watched port counters that moved to moved,
+// and returns each figure's value in its display unit and the column it
+// came from.
+func perftestRun(ctx context.Context, c config, s scenario, run int, moved map[string]float64) ([]float64, []Column, error) {
+	base := filepath.Join(c.keep, fmt.Sprintf("%s.%d", s.program, run))
+	before, cerr := rdmatest.ReadCounters(c.dev, perftestPort)
+	rep, err := runPerftest(ctx, c, s, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cerr == nil {
+		var after rdmatest.Counters
+		if after, cerr = rdmatest.ReadCounters(c.dev, perftestPort); cerr == nil {
+			d, derr := rdmatest.Delta(before, after)
+			cerr = derr
+			for name, v := range d {
+				if rdmatest.Watched(name) {
+					moved[name] += float64(v)
+				}
+			}
+		}
+	}
+	if cerr != nil {
+		moved["(counters unreadable: "+cerr.Error()+")"] = 0
+	}
+	vals := make([]float64, len(s.figures))
+	cols := make([]Column, len(s.figures))
+	for j, f := range s.figures {
+		v, col, ok := rep.Lookup(f.column, s.size)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s's %s output (%s.%s) has no column %q for size %d", s.program, s.side, base, s.side, f.column, s.size)
+		}
+		b, err := toBase(v, col)
+		if err != nil {
+			return nil, nil, err
+		}
+		vals[j], cols[j] = fromBase(b, f.display), col
+	}
+	return vals, cols, nil
 }
 
 // benchBase converts an rdmabench value as printed to bytes/s (MB/s,
@@ -312,59 +349,59 @@ func containsAny(b []byte, subs []string) bool {
 	return false
 }
 
-// runBench runs the scenario's benchmark and returns its values by unit
-// (one per run) and a summary of the port counters that moved (units
-// ending in /run).
-func runBench(ctx context.Context, c config, s scenario) (map[string][]float64, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(c.runs)*c.timeout)
+// benchRun runs the scenario's benchmark once (-test.count 1; run
+// numbers its kept output, bench-<program>.<run>.txt), adds the port
+// counters it reports as moved (units ending in /run) to moved, and
+// returns each figure's value in its display unit.
+func benchRun(ctx context.Context, c config, s scenario, run int, moved map[string]float64) ([]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bench, "-test.run", "^$", "-test.bench", benchRegexp(s.bench),
-		"-test.count", strconv.Itoa(c.runs), "-test.benchtime", strconv.Itoa(c.iters)+"x")
+		"-test.count", "1", "-test.benchtime", strconv.Itoa(c.iters)+"x")
 	cmd.Dir = c.benchDir
 	cmd.WaitDelay = waitDelay
 	out, err := cmd.CombinedOutput()
-	keep := filepath.Join(c.keep, "bench-"+s.program+".txt")
+	keep := filepath.Join(c.keep, fmt.Sprintf("bench-%s.%d.txt", s.program, run))
 	if werr := os.WriteFile(keep, out, 0o644); werr != nil {
-		return nil, "", fmt.Errorf("keep benchmark output: %w", werr)
+		return nil, fmt.Errorf("keep benchmark output: %w", werr)
 	}
+	what := fmt.Sprintf("benchmark %s (pair %d/%d)", s.bench, run, c.runs)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s -test.bench %s: %w%s; output in %s", c.bench, s.bench, err, deadlineNote(ctx, c), keep)
+		return nil, fmt.Errorf("%s: %s: %w%s; output in %s", what, c.bench, err, deadlineNote(ctx, c), keep)
 	}
-	vals := map[string][]float64{}
+	var got []*benchfmt.Result
 	rd := benchfmt.NewReader(bytes.NewReader(out), keep)
-	n := 0
 	for rd.Scan() {
-		r, ok := rd.Result().(*benchfmt.Result)
-		if !ok {
-			continue
-		}
-		if !sameBench(string(r.Name.Full()), s.bench) {
-			continue
-		}
-		n++
-		for _, v := range r.Values {
-			unit, val := v.Unit, v.Value
-			if v.OrigUnit != "" {
-				unit, val = v.OrigUnit, v.OrigValue
-			}
-			vals[unit] = append(vals[unit], val)
+		if r, ok := rd.Result().(*benchfmt.Result); ok && sameBench(string(r.Name.Full()), s.bench) {
+			got = append(got, r.Clone())
 		}
 	}
 	if err := rd.Err(); err != nil {
-		return nil, "", fmt.Errorf("read benchmark output %s: %w", keep, err)
+		return nil, fmt.Errorf("%s: read output %s: %w", what, keep, err)
 	}
-	if n != c.runs {
-		return nil, "", fmt.Errorf("benchmark %s: %d results, want %d; output in %s", s.bench, n, c.runs, keep)
+	if len(got) != 1 {
+		return nil, fmt.Errorf("%s: %d results, want 1; output in %s", what, len(got), keep)
 	}
-	moved := map[string]float64{}
-	for unit, v := range vals {
+	byUnit := map[string]float64{}
+	for _, v := range got[0].Values {
+		unit, val := v.Unit, v.Value
+		if v.OrigUnit != "" {
+			unit, val = v.OrigUnit, v.OrigValue
+		}
+		byUnit[unit] = val
 		if name, ok := strings.CutSuffix(unit, "/run"); ok {
-			for _, x := range v {
-				moved[name] += x
-			}
+			moved[name] += val
 		}
 	}
-	return vals, movedText(moved), nil
+	vals := make([]float64, len(s.figures))
+	for j, f := range s.figures {
+		v, ok := byUnit[f.unit]
+		if !ok {
+			return nil, fmt.Errorf("%s reported no %s; output in %s", what, f.unit, keep)
+		}
+		vals[j] = fromBase(benchBase(v, f.unit), f.display)
+	}
+	return vals, nil
 }
 
 // perftestPort is the port perftest uses by default (-i 1).
@@ -389,7 +426,7 @@ func movedText(moved map[string]float64) string {
 // a bidir axis): a result named with them is the scenario's benchmark.
 // The -test.bench pattern cannot leave them out (a pattern with fewer
 // levels also runs the other values, one with more levels would run
-// nothing on older binaries), so runBench filters instead.
+// nothing on older binaries), so benchRun filters instead.
 var neutralParts = map[string]bool{"bidir=false": true}
 
 // sameBench tells whether result name got (as printed, with its

@@ -9,7 +9,7 @@ import (
 
 // commonNotes are the definitions that differ in every scenario.
 var commonNotes = []string{
-	"ratio = rdmabench ÷ perftest: above 1 means rdmabench measured a higher latency or a higher bandwidth.",
+	"A ratio above 1 means rdmabench measured a higher latency or a higher bandwidth.",
 	"MB/s = 10^6 bytes/s: perftest's BW average (MiB/s = 2^20 bytes/s, labelled [MB/sec] before perftest PR #257) × 1.048576.",
 	"perftest times with the TSC (cycles ÷ MHz from /proc/cpuinfo or its own calibration); rdmabench with Go's monotonic clock.",
 	"perftest's p50 is its t_typical (median of the samples left after dropping the 2 largest), its p99 the nearest rank of that trimmed array;",
@@ -18,7 +18,7 @@ var commonNotes = []string{
 
 // printTable writes the comparison.
 func printTable(w io.Writer, c config, rows []result) {
-	header := []string{"scenario", "figure", "perftest", "perftest column", "rdmabench", "rdmabench metric", "ratio"}
+	header := []string{"scenario", "figure", "perftest", "perftest column", "rdmabench", "rdmabench metric", "ratio", "ratio range"}
 	lines := make([][]string, 0, len(rows))
 	for _, r := range rows {
 		lines = append(lines, []string{
@@ -28,7 +28,8 @@ func printTable(w io.Writer, c config, rows []result) {
 			fmt.Sprintf("%s %s %s", r.sc.program, r.sc.side, r.col),
 			fmt.Sprintf("%.2f %s", r.rdmabench, r.fig.display),
 			r.fig.unit,
-			fmt.Sprintf("%.2f", r.rdmabench/r.perftest),
+			fmt.Sprintf("%.2f", r.ratios.median),
+			fmt.Sprintf("%.2f–%.2f", r.ratios.min, r.ratios.max),
 		})
 	}
 	if c.markdown {
@@ -45,8 +46,9 @@ func printTable(w io.Writer, c config, rows []result) {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(w, "\nMedians of %d runs each, %d iterations per run (perftest -n %d, rdmabench -test.benchtime %dx), device %s.\n",
+	fmt.Fprintf(w, "\n%d interleaved pairs per scenario (perftest once, then the benchmark once), %d iterations per run (perftest -n %d, rdmabench -test.count 1 -test.benchtime %dx), device %s.\n",
 		c.runs, c.iters, c.iters, c.iters, c.dev)
+	fmt.Fprintln(w, "perftest, rdmabench = median of that side's runs; ratio = median over the pairs of rdmabench ÷ perftest (need not equal the quotient of the two medians); ratio range = min–max of those per-pair ratios.")
 	for _, n := range commonNotes {
 		fmt.Fprintln(w, n)
 	}
