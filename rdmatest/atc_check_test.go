@@ -69,18 +69,25 @@ func TestATC16Checks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.spec.CheckLimits(lim, tc.streaming)
-			if tc.want == nil {
-				assert.NoError(t, err)
-				return
-			}
-			require.Error(t, err)
-			for _, w := range tc.want {
-				assert.ErrorContains(t, err, w)
-			}
-			assert.Equal(t, tc.unsupp, IsUnsupported(err), "IsUnsupported(%v)", err)
+			assertVerdict(t, tc.spec.CheckLimits(lim, tc.streaming), tc.want, tc.unsupp)
 		})
 	}
+}
+
+// assertVerdict checks a validation's verdict: accepted when want is
+// nil, else refused with every want substring in the message and, when
+// unsupp, as an *Unsupported (a plain error otherwise).
+func assertVerdict(t *testing.T, err error, want []string, unsupp bool) {
+	t.Helper()
+	if want == nil {
+		assert.NoError(t, err)
+		return
+	}
+	require.Error(t, err)
+	for _, w := range want {
+		assert.ErrorContains(t, err, w)
+	}
+	assert.Equal(t, unsupp, IsUnsupported(err), "IsUnsupported(%v)", err)
 }
 
 // TestCounterSpan checks the passive side's slot holds every counter.

@@ -81,10 +81,7 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	for b.Loop() {
 		ns, err := iter()
 		if err != nil {
-			if rerr := resp.Stop(); rerr != nil {
-				err = fmt.Errorf("%w (passive side: %v)", err, rerr)
-			}
-			b.Fatal(err)
+			resp.fatal(b, err)
 		}
 		rec.Record(ns)
 	}

@@ -3,6 +3,7 @@ package rdmatest
 import (
 	"fmt"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/rdmabench/rdmabench/verbs"
@@ -29,6 +30,16 @@ func startResponder(timeout time.Duration, work func(stop *atomic.Bool) error) *
 	r := &responder{done: make(chan error, 1), timeout: timeout}
 	go func() { r.done <- work(&r.stop) }()
 	return r
+}
+
+// fatal ends benchmark b with err, after stopping the responder and
+// adding its error, if any (the passive side often knows why).
+func (r *responder) fatal(b testing.TB, err error) {
+	b.Helper()
+	if rerr := r.Stop(); rerr != nil {
+		err = fmt.Errorf("%w (passive side: %v)", err, rerr)
+	}
+	b.Fatal(err)
 }
 
 // Stop asks the responder to finish and returns its error. Only the first

@@ -112,12 +112,6 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 		b.Fatal(err)
 	}
 	defer resp.Stop()
-	fail := func(err error) {
-		if rerr := resp.Stop(); rerr != nil {
-			err = fmt.Errorf("%w (passive side: %v)", err, rerr)
-		}
-		b.Fatal(err)
-	}
 	c.sq = newSendQueue(req.A.QPs[0], sendWR(&s, req.A, 0), cfg.SendDepth)
 	c.out, c.outAddr, c.base = req.A.OutBytes(0), req.A.Out(0, 1).Addr, req.A.Peer[0].Addr
 	c.pend = make([]rpcResponse, 0, s.QD)
@@ -127,11 +121,11 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	// first pass pays one-time costs that are not the RPC's.
 	for k := range c.window {
 		if err := c.send(k); err != nil {
-			fail(err)
+			resp.fatal(b, err)
 		}
 	}
 	if _, err := c.complete(); err != nil {
-		fail(err)
+		resp.fatal(b, err)
 	}
 	before := readCounters(b, d)
 	rec := NewRecorder()
@@ -140,14 +134,14 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	for b.Loop() {
 		ns, err := c.complete()
 		if err != nil {
-			fail(err)
+			resp.fatal(b, err)
 		}
 		rec.Record(ns)
 	}
 	// The window's last requests: wait for their responses (untimed), so
 	// that every request of the run was answered.
 	if err := c.drain(); err != nil {
-		fail(err)
+		resp.fatal(b, err)
 	}
 	if err := resp.Stop(); err != nil {
 		b.Fatal(err)

@@ -111,12 +111,6 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		b.Fatal(err)
 	}
 	defer resp.Stop()
-	fail := func(err error) {
-		if rerr := resp.Stop(); rerr != nil {
-			err = fmt.Errorf("%w (passive side: %v)", err, rerr)
-		}
-		b.Fatal(err)
-	}
 
 	before := readCounters(b, d)
 	directions := 1
@@ -130,7 +124,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	st.start = time.Now()
 	for b.Loop() {
 		if err := st.add(); err != nil {
-			fail(err)
+			resp.fatal(b, err)
 		}
 		if mirror != nil {
 			mirror.target.Store(st.msgs)
@@ -140,11 +134,11 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	// runs again until the last one has completed.
 	b.StartTimer()
 	if err := st.finish(st.rr, st.pending); err != nil {
-		fail(err)
+		resp.fatal(b, err)
 	}
 	if mirror != nil {
 		if err := mirror.drain(st, int64(b.N)); err != nil {
-			fail(err)
+			resp.fatal(b, err)
 		}
 	}
 	b.StopTimer()
