@@ -46,7 +46,7 @@ func printTable(w io.Writer, c config, rows []result) {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(w, "\n%d interleaved pairs per scenario (perftest once, then the benchmark once), %d iterations per run (perftest -n %d, rdmabench -test.count 1 -test.benchtime %dx), device %s.\n",
+	fmt.Fprintf(w, "\n%d interleaved pairs per scenario (perftest once and the benchmark once, perftest first in odd pairs and second in even ones), %d iterations per run (perftest -n %d, rdmabench -test.count 1 -test.benchtime %dx), device %s.\n",
 		c.runs, c.iters, c.iters, c.iters, c.dev)
 	fmt.Fprintln(w, "perftest, rdmabench = median of that side's runs; ratio = median over the pairs of rdmabench ÷ perftest (need not equal the quotient of the two medians); ratio range = min–max of those per-pair ratios.")
 	for _, n := range commonNotes {
