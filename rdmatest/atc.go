@@ -153,7 +153,7 @@ func streamThreads(b *testing.B, d *Dev, s Spec) {
 		}
 		ws[i] = w
 	}
-	before := readCounters(b, d)
+	before := beforeRun(b, d)
 	b.SetBytes(int64(s.Size))
 	b.ReportAllocs()
 	release := make(chan struct{})

@@ -127,7 +127,7 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	if _, err := c.complete(); err != nil {
 		resp.fatal(b, err)
 	}
-	before := readCounters(b, d)
+	before := beforeRun(b, d)
 	rec := NewRecorder()
 	b.SetBytes(int64(s.Size))
 	b.ReportAllocs()

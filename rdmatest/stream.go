@@ -112,7 +112,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	}
 	defer resp.Stop()
 
-	before := readCounters(b, d)
+	before := beforeRun(b, d)
 	directions := 1
 	if s.Bidir {
 		directions = 2
