@@ -30,6 +30,17 @@
 // Benchmarks use only A and the published description of B's memory
 // (address, rkey, QPN), so that a remote peer can stand in for B.
 //
+// # CPUs
+//
+// The measured loops busy-poll, and so does side B's goroutine when it
+// has work of its own. Latency, Stream and EchoRPC skip (with the reason)
+// a run whose busy goroutines outnumber GOMAXPROCS or the usable CPUs:
+// there one would wait for the other's time slice. Threads runs are
+// exempt (see Stream). [Main] applies a single -test.cpu value before
+// the first benchmark and refuses a list when benchmarks run (a b.Loop
+// benchmark runs before the testing package applies the list's first
+// value: golang/go#49980).
+//
 // # Metric definitions
 //
 // All times come from Go's monotonic clock (time.Now), in nanoseconds.

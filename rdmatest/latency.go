@@ -62,6 +62,9 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	if err := s.Check(d, false); err != nil {
 		skipOrFail(b, err)
 	}
+	if err := checkProcs(s.busyGoroutines(d, false)); err != nil {
+		b.Skip(err)
+	}
 	p := NewPair(b, d, s.pairConfig(false))
 	timeout := d.Opts.Timeout
 	rec := NewRecorder()

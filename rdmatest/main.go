@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -26,10 +28,45 @@ var Units = []struct{ Name, Better string }{
 // rdma-core) and the Unit lines, then runs the tests and exits.
 //
 //	func TestMain(m *testing.M) { rdmatest.Main(m) }
+//
+// A -test.cpu list (go test -cpu 1,2) with -test.bench is refused: a
+// benchmark that uses b.Loop runs once, before the testing package
+// applies the list's first value (golang/go#49980), so every benchmark's
+// first row would be measured at the GOMAXPROCS the previous one left
+// and labelled with another. A single value is applied before any
+// benchmark runs.
 func Main(m *testing.M) {
 	flag.Parse()
+	if err := applyCPUFlag(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	PrintConfig(os.Stdout)
 	os.Exit(m.Run())
+}
+
+// applyCPUFlag sets GOMAXPROCS from a single-valued -test.cpu, and
+// refuses a list of several when benchmarks run (see Main).
+func applyCPUFlag() error {
+	cpu, bench := flag.Lookup("test.cpu"), flag.Lookup("test.bench")
+	if cpu == nil || cpu.Value.String() == "" {
+		return nil
+	}
+	list := strings.Split(cpu.Value.String(), ",")
+	if len(list) > 1 {
+		if bench != nil && bench.Value.String() != "" {
+			return fmt.Errorf("rdmatest: -test.cpu %s: give one value per go test run with benchmarks: "+
+				"a b.Loop benchmark runs once, before the testing package applies the first value (golang/go#49980), "+
+				"so each benchmark's first row would be measured at another GOMAXPROCS than its name says", cpu.Value)
+		}
+		return nil // tests run once per value, each after it is applied
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(list[0]))
+	if err != nil || n < 1 {
+		return fmt.Errorf("rdmatest: -test.cpu %q is not a positive number", list[0])
+	}
+	runtime.GOMAXPROCS(n)
+	return nil
 }
 
 // PrintConfig writes the configuration and Unit lines to w. Without a

@@ -81,6 +81,9 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	if err := s.CheckRPC(d.Limits()); err != nil {
 		skipOrFail(b, err)
 	}
+	if err := checkProcs(2); err != nil { // client and server
+		b.Skip(err)
+	}
 	timeout := d.Opts.Timeout
 	stride := (s.Size + 63) &^ 63
 	cfg := PairConfig{Transport: s.Transport, SlotSize: s.QD * stride, SendDepth: 2 * s.QD}

@@ -80,9 +80,12 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	if err := s.Check(d, true); err != nil {
 		skipOrFail(b, err)
 	}
-	if s.Threads > 0 {
+	if s.Threads > 0 { // may oversubscribe on purpose: see streamThreads
 		streamThreads(b, d, s)
 		return
+	}
+	if err := checkProcs(s.busyGoroutines(d, true)); err != nil {
+		b.Skip(err)
 	}
 	p := NewPair(b, d, s.pairConfig(true))
 	timeout := d.Opts.Timeout

@@ -1,0 +1,37 @@
+package rdmatest
+
+import "runtime"
+
+// The requester's goroutine spins on its completion queue or on memory,
+// and so does the in-process passive side when it has work of its own
+// (answering a ping-pong, consuming receives, mirroring a stream,
+// serving RPCs). Each needs a CPU: with fewer, one runs only when the
+// other's time slice ends (a spinner yields every yieldPeriod), and a
+// ping-pong's "latency" becomes the scheduler's — about 1 ms at
+// GOMAXPROCS=1 where rxe in the VM gives 20–40 µs.
+
+// busyGoroutines is how many goroutines busy-poll during a Latency
+// (streaming false) or Stream (true) run of s on d: the requester's, and
+// the passive side's unless a remote peer plays it or the NIC alone
+// serves the verb (READ, WRITE and atomics of a stream, READ and atomic
+// round trips).
+func (s *Spec) busyGoroutines(d *Dev, streaming bool) int {
+	if d.Opts.Peer == "" && (s.Bidir || roleFor(s, streaming) != "target") {
+		return 2
+	}
+	return 1
+}
+
+// checkProcs returns an *Unsupported error when busy spinning goroutines
+// cannot each have a CPU: GOMAXPROCS (go test -cpu, or the container's
+// CPU limit, which Go follows) or the CPUs this process may run on are
+// fewer.
+func checkProcs(busy int) error {
+	procs, cpus := runtime.GOMAXPROCS(0), runtime.NumCPU()
+	if busy <= min(procs, cpus) {
+		return nil
+	}
+	return unsupported("this run busy-polls on %d goroutines (requester and in-process passive side) but GOMAXPROCS is %d and %d CPUs are usable: "+
+		"each would wait for the other's time slice, which measures the Go scheduler, not the NIC; run with GOMAXPROCS (go test -cpu) and CPUs of at least %d",
+		busy, procs, cpus, busy)
+}
