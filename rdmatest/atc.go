@@ -163,15 +163,19 @@ func streamThreads(b *testing.B, d *Dev, s Spec) {
 	b.SetBytes(int64(s.Size))
 	b.ReportAllocs()
 	release := make(chan struct{})
-	var wg sync.WaitGroup
+	var ready, wg sync.WaitGroup
 	for i, w := range ws {
 		w.n = b.N / len(ws)
 		if i < b.N%len(ws) {
 			w.n++
 		}
+		ready.Add(1)
 		wg.Add(1)
-		go w.run(release, &wg)
+		go w.run(&ready, release, &wg)
 	}
+	// Every thread is started and locked before the timer: creating an
+	// OS thread is not part of the measurement (and allocates).
+	ready.Wait()
 	b.ResetTimer()
 	close(release)
 	wg.Wait()
@@ -201,10 +205,11 @@ func streamThreads(b *testing.B, d *Dev, s Spec) {
 	reportCounters(b, d, before)
 }
 
-func (w *threadRun) run(release chan struct{}, wg *sync.WaitGroup) {
+func (w *threadRun) run(ready *sync.WaitGroup, release chan struct{}, wg *sync.WaitGroup) {
 	defer wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	ready.Done()
 	<-release
 	st := w.st
 	st.start = time.Now()
