@@ -79,6 +79,33 @@ var Percentiles = []struct {
 // it would be a lie.
 func ReportLatency(b *testing.B, r *Recorder) {
 	b.Helper()
+	reportPercentiles(b, r)
+	if o, _ := Opts(); o.HlogDir != "" {
+		if err := writeHlog(o.HlogDir, b.Name(), r); err != nil {
+			b.Errorf("rdmatest: %v", err)
+		}
+	}
+}
+
+// reportLatencyHeld is ReportLatency for a benchmark that loops over b.N
+// instead of b.Loop (Threads): the testing package calls such a function
+// several times per run with growing b.N and reports only the last call,
+// so its .hlog interval is held back until it is known to be that call's
+// (see holdHlog). r is nil when a call has nothing to report.
+func reportLatencyHeld(b *testing.B, r *Recorder) {
+	b.Helper()
+	if r != nil {
+		reportPercentiles(b, r)
+	}
+	if o, _ := Opts(); o.HlogDir != "" {
+		if err := holdHlog(o.HlogDir, b.Name(), b.N, r); err != nil {
+			b.Errorf("rdmatest: %v", err)
+		}
+	}
+}
+
+func reportPercentiles(b *testing.B, r *Recorder) {
+	b.Helper()
 	if r.Count() == 0 {
 		b.Fatal("rdmatest: no latency samples were recorded")
 	}
@@ -89,11 +116,6 @@ func ReportLatency(b *testing.B, r *Recorder) {
 		b.ReportMetric(float64(r.Quantile(p.P)), p.Unit)
 	}
 	b.ReportMetric(float64(r.h.Max()), "max-ns")
-	if o, _ := Opts(); o.HlogDir != "" {
-		if err := writeHlog(o.HlogDir, b.Name(), r); err != nil {
-			b.Errorf("rdmatest: %v", err)
-		}
-	}
 }
 
 // ReportRate reports msgs/s: msgs divided by the benchmark's elapsed
@@ -108,15 +130,57 @@ func ReportRate(b *testing.B, msgs int) {
 var (
 	hlogMu    sync.Mutex
 	unsafeRun = regexp.MustCompile(`[^A-Za-z0-9_.=+-]+`)
+	// held is the interval of the last call of a b.N benchmark, not yet
+	// written (holdHlog).
+	held struct {
+		dir, name string
+		r         *Recorder
+	}
 )
+
+// holdHlog keeps r as the pending interval of benchmark name, called with
+// n = b.N on every call of a b.N benchmark. A run of such a benchmark
+// starts with a call with b.N = 1, so the interval held when a call with
+// n = 1 or another benchmark's arrives is the last of its run, the
+// reported one, and is written then; FlushHlog writes the last one.
+func holdHlog(dir, name string, n int, r *Recorder) error {
+	hlogMu.Lock()
+	defer hlogMu.Unlock()
+	var err error
+	if held.r != nil && (n == 1 || held.name != name) {
+		err = writeHlogLocked(held.dir, held.name, held.r)
+		held.r = nil
+	}
+	if r != nil {
+		held.dir, held.name, held.r = dir, name, r
+	}
+	return err
+}
+
+// FlushHlog writes the interval holdHlog still holds, if any. Main calls
+// it after the tests and benchmarks.
+func FlushHlog() error {
+	hlogMu.Lock()
+	defer hlogMu.Unlock()
+	if held.r == nil {
+		return nil
+	}
+	err := writeHlogLocked(held.dir, held.name, held.r)
+	held.r = nil
+	return err
+}
 
 // writeHlog appends r as one interval to dir/<name>.hlog in the
 // HdrHistogram interval-log format (readable by HdrHistogram's
 // HistogramLogProcessor and by cmd/rdmaplot). Repeated runs (-count) of
-// one benchmark append further intervals to the same file.
+// one benchmark append further intervals to the same file: one per run.
 func writeHlog(dir, name string, r *Recorder) error {
 	hlogMu.Lock()
 	defer hlogMu.Unlock()
+	return writeHlogLocked(dir, name, r)
+}
+
+func writeHlogLocked(dir, name string, r *Recorder) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("hlog: %w", err)
 	}

@@ -25,7 +25,8 @@ var Units = []struct{ Name, Better string }{
 // flags, prints the benchmark-format configuration lines that label the
 // results (rdma-device, rdma-provider, rdma-fw, rdma-node-guid,
 // rdma-link-layer, rdma-mtu, rdma-gid-type, rdma-gid-index, kernel,
-// rdma-core) and the Unit lines, then runs the tests and exits.
+// rdma-core) and the Unit lines, then runs the tests, writes the .hlog
+// interval still held for a b.N benchmark (FlushHlog) and exits.
 //
 //	func TestMain(m *testing.M) { rdmatest.Main(m) }
 //
@@ -42,7 +43,12 @@ func Main(m *testing.M) {
 		os.Exit(2)
 	}
 	PrintConfig(os.Stdout)
-	os.Exit(m.Run())
+	code := m.Run()
+	if err := FlushHlog(); err != nil {
+		fmt.Fprintln(os.Stderr, "rdmatest:", err)
+		code = max(code, 1)
+	}
+	os.Exit(code)
 }
 
 // applyCPUFlag sets GOMAXPROCS from a single-valued -test.cpu, and
