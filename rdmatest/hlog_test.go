@@ -46,7 +46,7 @@ func TestHoldHlogWritesOnlyTheReportedCallOfEachRun(t *testing.T) {
 		n    int
 		r    *Recorder
 	}{
-		{"BenchmarkThreads/x", 1, recorderOf(1)},    // run 1: probe
+		{"BenchmarkThreads/x", 1, recorderOf(1)},     // run 1: probe
 		{"BenchmarkThreads/x", 100, recorderOf(100)}, // run 1: reported
 		{"BenchmarkThreads/x", 1, nil},               // run 2: probe without samples
 		{"BenchmarkThreads/x", 50, recorderOf(50)},   // run 2: ramp-up
