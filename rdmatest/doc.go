@@ -36,7 +36,8 @@
 // has work of its own. Latency, Stream and EchoRPC skip (with the reason)
 // a run whose busy goroutines outnumber GOMAXPROCS or the usable CPUs:
 // there one would wait for the other's time slice. Threads runs are
-// exempt (see Stream). [Main] applies a single -test.cpu value before
+// exempt: how the rate holds up when threads share CPUs is part of their
+// scaling curve. [Main] applies a single -test.cpu value before
 // the first benchmark and refuses a list when benchmarks run (a b.Loop
 // benchmark runs before the testing package applies the list's first
 // value: golang/go#49980).
