@@ -147,9 +147,8 @@ func holdHlog(dir, name string, n int, r *Recorder) error {
 	hlogMu.Lock()
 	defer hlogMu.Unlock()
 	var err error
-	if held.r != nil && (n == 1 || held.name != name) {
-		err = writeHlogLocked(held.dir, held.name, held.r)
-		held.r = nil
+	if n == 1 || held.name != name {
+		err = flushHeldLocked()
 	}
 	if r != nil {
 		held.dir, held.name, held.r = dir, name, r
@@ -162,6 +161,11 @@ func holdHlog(dir, name string, n int, r *Recorder) error {
 func FlushHlog() error {
 	hlogMu.Lock()
 	defer hlogMu.Unlock()
+	return flushHeldLocked()
+}
+
+// flushHeldLocked writes the held interval, if any, and forgets it.
+func flushHeldLocked() error {
 	if held.r == nil {
 		return nil
 	}
