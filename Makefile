@@ -5,13 +5,6 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 
-# Debian packages the project uses: qemu and Debian's kernel for the VM
-# fallback, busybox for its initramfs, rdma-core for verbs, perftest for
-# calibration, iproute2 for the rdma tool.
-APT_PACKAGES := qemu-system-x86 linux-image-amd64 busybox-static rdma-core ibverbs-providers \
-	ibverbs-utils libibverbs-dev librdmacm-dev perftest iproute2 gcc make
-SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
-
 RXEVM := .cache/rxevm
 RXEVM_FLAGS ?=
 COUNT ?= 6
@@ -32,15 +25,16 @@ STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
 
 all: build
 
-deps: .cache/deps.stamp
-.cache/deps.stamp:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-		echo "make deps: installing $$missing"; \
-		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+# make deps: the Debian/Ubuntu packages this machine lacks (go doc
+# ./ci/deps: the user-space RDMA stack everywhere; qemu, a kernel that
+# ships rdma_rxe and busybox only without native RDMA, or for make test,
+# which boots guests on every machine), then the Go modules. ci/deps uses
+# the standard library only: it runs before go mod download.
+DEPS_VM := $(if $(filter test,$(MAKECMDGOALS)),-vm)
+deps: .cache/deps$(DEPS_VM).stamp
+.cache/deps.stamp .cache/deps-vm.stamp:
 	@command -v go >/dev/null || { echo "make deps: Go is not installed (https://go.dev/dl, Go >= 1.26)"; exit 1; }
+	go run ./ci/deps $(DEPS_VM)
 	go mod download
 	@mkdir -p .cache && touch $@
 

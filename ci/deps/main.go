@@ -1,0 +1,266 @@
+// Command deps installs the Debian or Ubuntu packages that rdmabench
+// needs on this machine, and nothing else (make deps runs it).
+//
+//	go run ./ci/deps [-n] [-vm]
+//
+// It reads /etc/os-release, the architecture (dpkg --print-architecture)
+// and whether the kernel has RDMA by loopback.Detect's rules (a device in
+// /sys/class/infiniband, or rdma_rxe loaded, built in or under
+// /lib/modules/$(uname -r)), chooses the packages with Packages, and
+// installs those dpkg does not list as installed. Where RDMA is native
+// that is the user-space RDMA stack and tools only; the qemu guest's
+// packages (qemu, a kernel that ships rdma_rxe, busybox-static) come only
+// without native RDMA or with -vm (make test boots guests everywhere). On
+// Ubuntu the kernel is linux-image-generic and the modules package of its
+// release that carries rdma_rxe (linux-modules-extra-<release>); on Debian
+// linux-image-<arch>.
+//
+// Before installing it runs apt-get update and checks with apt-cache
+// policy that every missing package has a candidate; one without stops
+// the run before anything is installed, with its name. It installs with
+//
+//	[sudo] env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends PKG...
+//
+// (sudo when not root; env keeps DEBIAN_FRONTEND through sudo). With -n
+// it prints the chosen packages, one a line with "installed" or
+// "missing", and changes nothing.
+//
+// It uses the standard library only, so that it runs on a fresh machine
+// before the Go modules are downloaded. Exit status: 0 done, 1 error,
+// 2 usage.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("deps", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	dry := fl.Bool("n", false, "dry run: print the chosen packages and whether each is installed; install nothing")
+	vm := fl.Bool("vm", false, "also the qemu guest's packages where RDMA is native (make test boots guests)")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "usage: deps [-n] [-vm]\n")
+		return 2
+	}
+	if err := deps(*dry, *vm, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "make deps: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// deps chooses the packages for this machine and installs the missing
+// ones (or, dry, prints them).
+func deps(dry, vm bool, stdout, stderr io.Writer) error {
+	osRelease, err := os.ReadFile("/etc/os-release")
+	if err != nil {
+		return fmt.Errorf("reading the distribution: %w", err)
+	}
+	distro, name, err := ParseDistro(string(osRelease))
+	if err != nil {
+		return err
+	}
+	h := Host{OSRelease: string(osRelease), Arch: arch(), VM: vm}
+	var why string
+	h.NativeRDMA, why, err = nativeRDMA(hostRoot)
+	if err != nil {
+		return err
+	}
+	guest := !h.NativeRDMA || h.VM
+	switch {
+	case !h.NativeRDMA:
+		why += ": the qemu guest's packages too"
+	case h.VM:
+		why += "; -vm: the qemu guest's packages too"
+	default:
+		why += ": no kernel, qemu or busybox needed"
+	}
+	fmt.Fprintf(stderr, "make deps: %s, %s; %s\n", name, h.Arch, why)
+
+	updated := false
+	if distro == Ubuntu && guest {
+		// The modules package is named after the release that
+		// linux-image-generic brings: the installed one's, else the
+		// candidate's (which needs fresh package lists).
+		deps, ok := installedField("linux-image-generic", "${Depends}")
+		if !ok {
+			if !dry {
+				if err := aptUpdate(stderr); err != nil {
+					return err
+				}
+				updated = true
+			}
+			out, err := exec.Command("apt-cache", "depends", "linux-image-generic").Output()
+			if err != nil {
+				return fmt.Errorf("apt-cache depends linux-image-generic: %v (no package linux-image-generic in the apt sources?)", err)
+			}
+			deps = string(out)
+		}
+		if h.UbuntuKernel, err = UbuntuKernel(deps); err != nil {
+			return err
+		}
+	}
+	pkgs, err := Packages(h)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, p := range pkgs {
+		_, ok := installedField(p, "${Package}")
+		if !ok {
+			missing = append(missing, p)
+		}
+		if dry {
+			state := "installed"
+			if !ok {
+				state = "missing"
+			}
+			fmt.Fprintf(stdout, "%s\t%s\n", p, state)
+		}
+	}
+	if dry || len(missing) == 0 {
+		if len(missing) == 0 {
+			fmt.Fprintf(stderr, "make deps: all %d packages are installed\n", len(pkgs))
+		}
+		return nil
+	}
+	if !updated {
+		if err := aptUpdate(stderr); err != nil {
+			return err
+		}
+	}
+	if err := checkCandidates(missing, distro, name); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "make deps: installing %s\n", strings.Join(missing, " "))
+	return sudo(stderr, append([]string{"env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-qq", "--no-install-recommends"}, missing...)...)
+}
+
+// arch is the Debian architecture of this machine: dpkg's word, else
+// Go's, which names amd64 and arm64 alike.
+func arch() string {
+	if out, err := exec.Command("dpkg", "--print-architecture").Output(); err == nil {
+		if a := strings.TrimSpace(string(out)); a != "" {
+			return a
+		}
+	}
+	return runtime.GOARCH
+}
+
+// installedField returns a dpkg-query field (e.g. "${Depends}") of pkg
+// and whether pkg is installed ("install ok installed": not merely
+// known, nor removed with its configuration files left).
+func installedField(pkg, field string) (string, bool) {
+	out, err := exec.Command("dpkg-query", "-W", "-f", "${Status}\t"+field, pkg).Output()
+	if err != nil {
+		return "", false
+	}
+	status, value, _ := strings.Cut(string(out), "\t")
+	return value, status == "install ok installed"
+}
+
+// checkCandidates fails, naming them, when some of pkgs have nothing apt
+// could install.
+func checkCandidates(pkgs []string, distro Distro, name string) error {
+	var none []string
+	for _, p := range pkgs {
+		out, _ := exec.Command("apt-cache", "policy", p).Output()
+		if _, ok := Candidate(string(out)); !ok {
+			none = append(none, p)
+		}
+	}
+	if len(none) == 0 {
+		return nil
+	}
+	hint := ""
+	if distro == Ubuntu {
+		hint = " (some, such as perftest, are in Ubuntu's universe component: add-apt-repository universe)"
+	}
+	return fmt.Errorf("no package %s in the apt sources of %s (apt-cache policy shows no candidate)%s; nothing was installed",
+		strings.Join(none, ", "), name, hint)
+}
+
+// aptUpdate refreshes the package lists.
+func aptUpdate(stderr io.Writer) error {
+	return sudo(stderr, "apt-get", "update", "-qq")
+}
+
+// sudo runs a command as root: directly when this process is root,
+// through sudo otherwise. Its output goes to stderr.
+func sudo(stderr io.Writer, args ...string) error {
+	if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("sudo"); err != nil {
+			return fmt.Errorf("%s needs root, and sudo is not installed", strings.Join(args, " "))
+		}
+		args = append([]string{"sudo"}, args...)
+	}
+	fmt.Fprintf(stderr, "+ %s\n", strings.Join(args, " "))
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// root is the file system nativeRDMA reads (loopback.Root's fields).
+type root struct{ Sys, Lib, Proc string }
+
+var hostRoot = root{Sys: "/sys", Lib: "/lib/modules", Proc: "/proc"}
+
+// nativeRDMA tells whether benchmarks can run on this kernel, by the
+// rules of loopback.Detect (which this command cannot import: it must
+// build without the Go modules): an entry in <Sys>/class/infiniband, or
+// rdma_rxe loaded or built in (<Sys>/module/rdma_rxe), or its module file
+// under <Lib>/<release>. The string says why.
+func nativeRDMA(r root) (bool, string, error) {
+	rel, err := os.ReadFile(filepath.Join(r.Proc, "sys/kernel/osrelease"))
+	if err != nil {
+		return false, "", fmt.Errorf("reading the kernel release: %w", err)
+	}
+	kernel := strings.TrimSpace(string(rel))
+	devs, err := os.ReadDir(filepath.Join(r.Sys, "class/infiniband"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, "", fmt.Errorf("listing RDMA devices: %w", err)
+	}
+	if len(devs) > 0 {
+		return true, "RDMA device " + devs[0].Name() + " present", nil
+	}
+	if _, err := os.Stat(filepath.Join(r.Sys, "module/rdma_rxe")); err == nil {
+		return true, "kernel " + kernel + " has rdma_rxe loaded", nil
+	}
+	found := false
+	// An unreadable tree means no module found, as for loopback.Detect.
+	_ = filepath.WalkDir(filepath.Join(r.Lib, kernel), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := strings.ReplaceAll(d.Name(), "-", "_")
+		if !d.IsDir() && strings.HasPrefix(name, "rdma_rxe.ko") {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if found {
+		return true, "kernel " + kernel + " ships rdma_rxe", nil
+	}
+	return false, "kernel " + kernel + " has no RDMA devices and no rdma_rxe module", nil
+}
