@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # interleave.sh BIN_OLD BIN_NEW OUTDIR COUNT BENCH_REGEX
 #
-# Runs two prebuilt benchmark binaries (go test -c) alternately, old then
-# new, COUNT rounds, each invocation with -test.count 1, and appends their
-# output to OUTDIR/old.txt and OUTDIR/new.txt. Interleaving spreads slow
-# drift of the machine (thermal, other load, a VM's host) over both sides
-# instead of biasing one. Either binary may be "-" to run only the other
-# side (comparison against a stored results file).
+# Runs two prebuilt benchmark binaries (go test -c) alternately in ABBA
+# order, COUNT rounds: old new, new old, old new, ... (odd rounds old
+# first, even rounds new first), each invocation with -test.count 1, and
+# appends their output to OUTDIR/old.txt and OUTDIR/new.txt. Interleaving
+# spreads slow drift of the machine (thermal, other load, a VM's host,
+# whose speed can change by 2x over tens of seconds) over both sides, and
+# the ABBA order cancels a linear drift that would otherwise always favour
+# the side that runs first. The order is logged before the first run.
+# Either binary may be "-" to run only the other side (comparison against
+# a stored results file).
 #
 # Meant to run inside the RDMA runner in ONE boot:
 #   go run ./loopback/cmd/rxevm -- bash ci/interleave.sh A B OUTDIR COUNT REGEX
@@ -57,7 +61,15 @@ run_one() {
 
 abs() { [[ $1 == - || $1 == /* ]] && echo "$1" || echo "$PWD/$1"; }
 old_bin=$(abs "$old_bin") new_bin=$(abs "$new_bin")
+# ABBA: round r runs old first when r is odd, new first when r is even.
+order=()
 for ((round = 1; round <= count; round++)); do
-	run_one old "$old_bin" "$round"
-	run_one new "$new_bin" "$round"
+	if ((round % 2)); then order+=(old new); else order+=(new old); fi
+done
+echo "interleave.sh: ABBA order over $count rounds: ${order[*]}" >&2
+for ((i = 0; i < ${#order[@]}; i++)); do
+	label=${order[i]}
+	bin=$old_bin
+	[[ $label == new ]] && bin=$new_bin
+	run_one "$label" "$bin" $((i / 2 + 1))
 done

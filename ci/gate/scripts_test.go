@@ -55,8 +55,9 @@ func TestInterleaveScript(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
 	require.Len(t, lines, 6)
+	assert.Contains(t, log, "ABBA order over 3 rounds: old new new old old new")
 	for i, l := range lines {
-		label := []string{"old", "new"}[i%2]
+		label := []string{"old", "new", "new", "old", "old", "new"}[i]
 		assert.Equal(t, label+" -test.run ^$ -test.bench ^BenchmarkFake$ -test.count 1 -test.benchtime 3x", l, "call %d", i)
 	}
 	for _, side := range []string{"old", "new"} {
