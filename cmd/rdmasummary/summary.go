@@ -1,0 +1,397 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+)
+
+// Summary is a results file read for the summary.
+type Summary struct {
+	// Path names the file in the heading.
+	Path string
+	// Setup lists the file configuration that says where the numbers come
+	// from (rdma-device, rdma-provider, ...), as "key: value", each
+	// key once with its distinct values.
+	Setup []string
+	// Families are the families in order of first appearance.
+	Families []*Family
+}
+
+// Family is the benchmarks of one base name.
+type Family struct {
+	// Base is the base name, e.g. "WriteBW".
+	Base string
+	// Rows are its benchmarks in order of first appearance.
+	Rows []*Row
+}
+
+// Row is one benchmark: every result line of one full name.
+type Row struct {
+	// Parts are the name's sub-benchmark parts in order ("transport=RC",
+	// "size=64"; the -GOMAXPROCS suffix as "GOMAXPROCS=2").
+	Parts []part
+	// Runs counts its result lines.
+	Runs int
+	// Values maps a unit as written in the file ("MB/s", "p50-ns") to its
+	// values, one per line that has the unit.
+	Values map[string][]float64
+}
+
+// part is one key=value element of a name; a part without '=' has an
+// empty key.
+type part struct{ key, val string }
+
+// setupKeys are the configuration lines shown in the heading.
+var setupKeys = []string{"rdma-device", "rdma-provider", "rdma-fw", "rdma-host", "kernel", "cpu"}
+
+// Read parses Go benchmark output. It fails when r cannot be read or
+// holds no result line; malformed lines are skipped.
+func Read(r io.Reader, path string) (*Summary, error) {
+	s := &Summary{Path: path}
+	families := map[string]*Family{}
+	rows := map[string]*Row{}
+	setup := map[string][]string{}
+	rd := benchfmt.NewReader(r, path)
+	for rd.Scan() {
+		res, ok := rd.Result().(*benchfmt.Result)
+		if !ok {
+			continue
+		}
+		for _, k := range setupKeys {
+			if v := res.GetConfig(k); v != "" && !slices.Contains(setup[k], v) {
+				setup[k] = append(setup[k], v)
+			}
+		}
+		full := string(res.Name.Full())
+		row := rows[full]
+		if row == nil {
+			base, parts := splitName(res.Name)
+			fam := families[base]
+			if fam == nil {
+				fam = &Family{Base: base}
+				families[base] = fam
+				s.Families = append(s.Families, fam)
+			}
+			row = &Row{Parts: parts, Values: map[string][]float64{}}
+			rows[full] = row
+			fam.Rows = append(fam.Rows, row)
+		}
+		row.Runs++
+		for _, v := range res.Values {
+			unit, val := v.Unit, v.Value
+			if v.OrigUnit != "" { // benchfmt tidies MB/s into B/s: keep the file's
+				unit, val = v.OrigUnit, v.OrigValue
+			}
+			row.Values[unit] = append(row.Values[unit], val)
+		}
+	}
+	if err := rd.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: no benchmark results", path)
+	}
+	for _, k := range setupKeys {
+		if vs := setup[k]; len(vs) > 0 {
+			s.Setup = append(s.Setup, k+": "+strings.Join(vs, ", "))
+		}
+	}
+	return s, nil
+}
+
+// splitName splits a benchmark name into its base and parts.
+func splitName(n benchfmt.Name) (string, []part) {
+	base, raw := n.Parts()
+	var parts []part
+	for _, p := range raw {
+		s := string(p)
+		if procs, ok := strings.CutPrefix(s, "-"); ok {
+			parts = append(parts, part{"GOMAXPROCS", procs})
+			continue
+		}
+		k, v, ok := strings.Cut(strings.TrimPrefix(s, "/"), "=")
+		if !ok {
+			k, v = "", k
+		}
+		parts = append(parts, part{k, v})
+	}
+	return string(base), parts
+}
+
+// String is the part as written in the name (GOMAXPROCS as a key).
+func (p part) String() string {
+	if p.key == "" {
+		return p.val
+	}
+	return p.key + "=" + p.val
+}
+
+// column is a unit the summary can show.
+type column struct {
+	unit, title string
+	format      func(float64) string
+	// perMessage marks rates that a ping-pong family (*Lat) counts per
+	// round trip: left out there.
+	perMessage bool
+}
+
+var columns = []column{
+	{"MB/s", "MB/s", plain, true},
+	{"msgs/s", "msgs/s", decimal, true},
+	{"msgs/s/thread", "msgs/s/thread", decimal, false},
+	{"ops/s", "ops/s", decimal, false},
+	{"p50-ns", "p50", nanos, false},
+	{"p99-ns", "p99", nanos, false},
+	{"p99.9-ns", "p99.9", nanos, false},
+}
+
+// pingPong tells the families whose MB/s and msgs/s count one message
+// per round trip.
+func pingPong(base string) bool { return strings.HasSuffix(base, "Lat") }
+
+// columns returns the columns worth showing for f: some row has the unit
+// with a value other than 0, and it means something for the family.
+func (f *Family) columns() []column {
+	var out []column
+	for _, c := range columns {
+		if c.perMessage && pingPong(f.Base) {
+			continue
+		}
+		if slices.ContainsFunc(f.Rows, func(r *Row) bool {
+			return slices.ContainsFunc(r.Values[c.unit], func(v float64) bool { return v != 0 })
+		}) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// keys splits the keys of f's names into those whose value varies (or
+// that some names lack), in order of first appearance, and the parts
+// every name shares.
+func (f *Family) keys() (vary []string, common []part) {
+	seen := map[string]map[string]bool{}
+	count := map[string]int{}
+	var order []string
+	first := map[string]part{}
+	for _, r := range f.Rows {
+		for _, p := range r.Parts {
+			if seen[p.key] == nil {
+				seen[p.key] = map[string]bool{}
+				order = append(order, p.key)
+				first[p.key] = p
+			}
+			seen[p.key][p.val] = true
+			count[p.key]++
+		}
+	}
+	for _, k := range order {
+		if len(f.Rows) > 1 && (len(seen[k]) > 1 || count[k] != len(f.Rows)) {
+			vary = append(vary, k)
+		} else {
+			common = append(common, first[k])
+		}
+	}
+	return vary, common
+}
+
+// counters returns the port counters (units ending in /run) that moved
+// in f, sorted, and in how many rows.
+func (f *Family) counters() (names []string, rows int) {
+	for _, r := range f.Rows {
+		moved := false
+		for u, vs := range r.Values {
+			name, ok := strings.CutSuffix(u, "/run")
+			if !ok || !slices.ContainsFunc(vs, func(v float64) bool { return v != 0 }) {
+				continue
+			}
+			moved = true
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+		if moved {
+			rows++
+		}
+	}
+	slices.Sort(names)
+	return names, rows
+}
+
+// confidence is the level of the intervals shown.
+const confidence = 0.95
+
+// cell is the median of vals formatted, and its confidence interval as
+// "±x%" ("" when there is none: too few values for the level, or an
+// interval that a percentage cannot express).
+func cell(vals []float64, format func(float64) string) (median, interval string) {
+	if len(vals) == 0 {
+		return "—", ""
+	}
+	s := benchmath.AssumeNothing.Summary(benchmath.NewSample(slices.Clone(vals), &benchmath.DefaultThresholds), confidence)
+	if math.IsInf(s.Lo, 0) || math.IsInf(s.Hi, 0) {
+		return format(s.Center), ""
+	}
+	pct := s.PctRangeString()
+	if !strings.HasSuffix(pct, "%") {
+		return format(s.Center), ""
+	}
+	return format(s.Center), "±" + pct
+}
+
+// Write prints the summary: a heading, then one table per family.
+func (s *Summary) Write(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "Summary of %s\n", s.Path)
+	if len(s.Setup) > 0 {
+		fmt.Fprintf(bw, "%s\n", strings.Join(s.Setup, "; "))
+	}
+	fmt.Fprintf(bw, "medians of n runs; ±x%% = %.0f%% confidence interval of the median, none with fewer than 6 runs;\n", 100*confidence)
+	fmt.Fprintf(bw, "MB/s = 10^6 bytes/s, k = 10^3, M = 10^6; p50/p99/p99.9 = latency percentiles (*BW: under load)\n")
+	for _, f := range s.Families {
+		fmt.Fprintln(bw)
+		f.write(bw)
+	}
+	return bw.Flush()
+}
+
+// write prints one family's table.
+func (f *Family) write(w io.Writer) {
+	vary, common := f.keys()
+	cols := f.columns()
+	head := f.Base
+	for _, p := range common {
+		head += " " + p.String()
+	}
+	fmt.Fprintln(w, head)
+
+	var t table
+	hdr := append(slices.Clone(vary), "n")
+	for _, c := range cols {
+		hdr = append(hdr, c.title, "")
+	}
+	t.add(hdr...)
+	for _, r := range f.Rows {
+		var line []string
+		for _, k := range vary {
+			v := ""
+			for _, p := range r.Parts {
+				if p.key == k {
+					v = p.val
+				}
+			}
+			line = append(line, v)
+		}
+		line = append(line, fmt.Sprint(r.Runs))
+		for _, c := range cols {
+			m, ci := cell(r.Values[c.unit], c.format)
+			line = append(line, m, ci)
+		}
+		t.add(line...)
+	}
+	// Key columns read left-aligned; n and the medians right-aligned,
+	// each interval left-aligned one space after its median.
+	t.write(w, "  ", func(i int) (right, tight bool) {
+		off := i - len(vary)
+		return off == 0 || off%2 == 1, off >= 2 && off%2 == 0
+	})
+	if names, rows := f.counters(); len(names) > 0 {
+		fmt.Fprintf(w, "  port counters moved in %d of %d rows: %s (see the results file)\n", rows, len(f.Rows), strings.Join(names, ", "))
+	}
+	if len(cols) == 0 {
+		fmt.Fprintln(w, "  (no rate or latency units)")
+	}
+}
+
+// table collects rows of cells and prints them in aligned columns.
+type table struct{ rows [][]string }
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+// write prints the rows indented, padded to each column's widest cell:
+// on the left where align(column) says right, else on the right; columns
+// are two spaces apart, one before a tight column. Trailing blanks are
+// cut.
+func (t *table) write(w io.Writer, indent string, align func(int) (right, tight bool)) {
+	var width []int
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i == len(width) {
+				width = append(width, 0)
+			}
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range t.rows {
+		var b strings.Builder
+		b.WriteString(indent)
+		for i, c := range r {
+			right, tight := align(i)
+			switch {
+			case i == 0:
+			case tight:
+				b.WriteString(" ")
+			default:
+				b.WriteString("  ")
+			}
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if right {
+				b.WriteString(pad + c)
+			} else {
+				b.WriteString(c + pad)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// plain formats a value with three significant digits, no prefix
+// (MB/s: the unit already carries it).
+func plain(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 1:
+		return fmt.Sprintf("%.2f", v)
+	case a == 0:
+		return "0"
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+// decimal formats a rate with a decimal prefix: 876528 → "877k".
+func decimal(v float64) string {
+	for _, p := range []struct {
+		scale  float64
+		prefix string
+	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		if math.Abs(v) >= p.scale {
+			return plain(v/p.scale) + p.prefix
+		}
+	}
+	return plain(v)
+}
+
+// nanos formats a duration given in ns in ns, µs, ms or s.
+func nanos(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e9:
+		return plain(v/1e9) + " s"
+	case a >= 1e6:
+		return plain(v/1e6) + " ms"
+	case a >= 1e3:
+		return plain(v/1e3) + " µs"
+	}
+	return plain(v) + " ns"
+}
