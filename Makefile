@@ -50,7 +50,11 @@ test: build
 
 # make bench: the default matrix, COUNT runs each, on the default device
 # (real HCA, else rxe, else the qemu guest). Output streams and is kept in
-# results/bench-<time>.txt with HdrHistogram logs beside it.
+# results/bench-<time>.txt with HdrHistogram logs beside it; then a summary
+# per family (go doc ./cmd/rdmasummary) and the plots (make plots). A
+# plotting failure (such as nothing to draw: rdmaplot needs a size= axis or
+# .hlog files) does not fail the run: the results stand, the message says
+# why there are no plots.
 bench: build
 	@mkdir -p results
 	go test -c -o .cache/bench.test ./bench_test
@@ -58,9 +62,10 @@ bench: build
 	set -o pipefail; cd bench_test && ../$(RXEVM) -share .. $(RXEVM_FLAGS) -- ../.cache/bench.test -test.run '^$$' \
 		-test.bench '$(BENCH)' -test.count $(COUNT) -test.benchtime $(BENCHTIME) \
 		-rdma.hlog ../results/bench-$(STAMP)-hlog $(BENCHARGS) | tee ../results/bench-$(STAMP).txt
-	@echo; echo "make bench: results in results/bench-$(STAMP).txt (histograms in results/bench-$(STAMP)-hlog/)"
-	go run golang.org/x/perf/cmd/benchstat -filter '.unit:(MB/s OR msgs/s OR p50-ns OR p99-ns OR p99.9-ns)' \
-		results/bench-$(STAMP).txt
+	@echo; go run ./cmd/rdmasummary results/bench-$(STAMP).txt
+	@echo; $(MAKE) --no-print-directory plots RESULTS=results/bench-$(STAMP).txt || echo "make bench: no plots (above: why)"
+	@echo; echo "make bench: results in results/bench-$(STAMP).txt (histograms in results/bench-$(STAMP)-hlog/;" \
+		"all units: go run golang.org/x/perf/cmd/benchstat results/bench-$(STAMP).txt)"
 
 # make compare OLD=<ref|file> NEW=<ref|file>: interleaved A/B runs in one
 # device session, then the regression gate.
@@ -69,11 +74,15 @@ NEW ?= HEAD
 compare: build
 	BENCH='$(BENCH)' COUNT='$(COUNT)' BENCHTIME='$(BENCHTIME)' GATEFLAGS='$(GATEFLAGS)' bash ci/compare.sh '$(OLD)' '$(NEW)'
 
-# make plots RESULTS=results/bench-….txt: SVG and PNG charts next to it.
+# make plots RESULTS=results/bench-….txt: SVG and PNG charts next to it;
+# prints the SVG paths (a PNG beside each) and their count.
 RESULTS ?= $(lastword $(sort $(wildcard results/bench-*.txt)))
+PLOTS = $(basename $(RESULTS))-plots
 plots:
 	@test -n "$(RESULTS)" || { echo "make plots: no RESULTS file (run make bench first)"; exit 2; }
-	go run ./cmd/rdmaplot -o $(basename $(RESULTS))-plots $(RESULTS) $(wildcard $(basename $(RESULTS))-hlog/*.hlog)
+	@echo "make plots: drawing $(RESULTS) into $(PLOTS)/"
+	@set -o pipefail; go run ./cmd/rdmaplot -o $(PLOTS) $(RESULTS) $(wildcard $(basename $(RESULTS))-hlog/*.hlog) | \
+		grep '\.svg$$' | awk '{ print } END { if (NR) printf "make plots: %d charts in $(PLOTS)/, each as .svg (above) and .png\n", NR }'
 
 # make calibrate: perftest and the matching rdmabench benchmarks on the
 # same device in one session, side by side (go doc ./ci/calibrate).
