@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -353,8 +355,12 @@ func (vm *VM) QemuArgs(initrd string, consoleFD, outputFD int) []string {
 	if vm.Share != "" {
 		// qemu's option syntax escapes a comma in a value by doubling it.
 		share := strings.ReplaceAll(vm.Share, ",", ",,")
+		// mapped-xattr: the guest's owners, modes and special files are
+		// kept in extended attributes; on the host every file it makes is
+		// a plain file or directory owned by qemu's user, mode 0600/0700,
+		// so no setuid file or device node can be planted through it.
 		args = append(args,
-			"-fsdev", "local,id=share,path="+share+",security_model=none,multidevs=remap",
+			"-fsdev", "local,id=share,path="+share+",security_model=mapped-xattr,multidevs=remap",
 			"-device", "virtio-9p-pci,fsdev=share,mount_tag=share")
 	}
 	return args
@@ -378,11 +384,22 @@ func (vm *VM) Run(ctx context.Context, job Job, out io.Writer) (int, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	tmp, err := os.MkdirTemp("", "rdmabench-vm-")
+	if vm.Share != "" {
+		if err := checkXattr(vm.Share); err != nil {
+			return -1, err
+		}
+	}
+	CleanTemp(os.TempDir(), time.Now())
+	tmp, err := os.MkdirTemp("", tempPrefix)
 	if err != nil {
 		return -1, fmt.Errorf("loopback: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	lock, err := lockDir(tmp)
+	if err != nil {
+		return -1, err
+	}
+	defer lock.Close()
 	img, err := vm.Initramfs(job)
 	if err != nil {
 		return -1, err
@@ -414,6 +431,11 @@ func (vm *VM) Run(ctx context.Context, job Job, out io.Writer) (int, error) {
 	limit, _ := ctx.Deadline() // the caller's deadline when it is sooner
 	cmd := exec.CommandContext(ctx, vm.Qemu, vm.QemuArgs(initrd, 3, 4)...)
 	cmd.ExtraFiles = []*os.File{consoleW, outW}
+	// qemu dies with this process (childAttr): the thread that starts it
+	// must live until it is waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd.SysProcAttr = childAttr()
 	var qemuOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &qemuOut, &qemuOut
 	cmd.WaitDelay = 5 * time.Second
@@ -473,6 +495,37 @@ func (vm *VM) Run(ctx context.Context, job Job, out io.Writer) (int, error) {
 		return code, fmt.Errorf("loopback: passing on the guest's output: %w", outErr)
 	}
 	return code, err
+}
+
+// tempPrefix names the runs' temporary directories (under os.TempDir);
+// lockName is the file in one that its run holds an exclusive flock on
+// while it lives.
+const (
+	tempPrefix = "rdmabench-vm-"
+	lockName   = "lock"
+)
+
+// CleanTemp removes what runs that died left in tmp: rdmabench-vm-*
+// directories whose run no longer holds their lock (and is more than a
+// minute old, so that a run between creating and locking its directory
+// is safe), and those of older versions without a lock file once they
+// are older than twice the default deadline. It returns what it removed.
+func CleanTemp(tmp string, now time.Time) []string {
+	dirs, _ := filepath.Glob(filepath.Join(tmp, tempPrefix+"*"))
+	var removed []string
+	for _, d := range dirs {
+		fi, err := os.Lstat(d)
+		if err != nil || !fi.IsDir() || now.Sub(fi.ModTime()) < time.Minute {
+			continue
+		}
+		_, err = os.Stat(filepath.Join(d, lockName))
+		if unlocked(d) || (errors.Is(err, fs.ErrNotExist) && now.Sub(fi.ModTime()) > 2*defaultTimeout) {
+			if os.RemoveAll(d) == nil {
+				removed = append(removed, d)
+			}
+		}
+	}
+	return removed
 }
 
 // maxConsoleLine is where a console line without a newline is cut.

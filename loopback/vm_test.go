@@ -27,13 +27,15 @@ func fakeVM(t *testing.T) *VM {
 		files[fmt.Sprintf("modules/kernel/dir%d/%s.ko", i%3, m)] = ""
 	}
 	writeTree(t, dir, files)
+	share := filepath.Join(dir, "results")
+	require.NoError(t, os.Mkdir(share, 0o755))
 	return &VM{
 		Qemu:    filepath.Join(dir, "no-qemu"),
 		Kernel:  filepath.Join(dir, "vmlinuz"),
 		Modules: filepath.Join(dir, "modules"),
 		Busybox: filepath.Join(dir, "busybox"),
 		Agent:   filepath.Join(dir, "agent"),
-		Share:   "/var/tmp/results",
+		Share:   share,
 		Timeout: time.Minute,
 	}
 }
@@ -68,7 +70,7 @@ func TestInitramfs(t *testing.T) {
 		{"bin/sh", modeSymlink | 0o777, "busybox"},
 		{"agent", modeFile | 0o755, "fake agent"},
 		{"modules.list", modeFile | 0o644, strings.Join(GuestModules, "\n") + "\n"},
-		{"share.path", modeFile | 0o644, "/var/tmp/results"},
+		{"share.path", modeFile | 0o644, vm.Share},
 	}
 	for _, f := range files {
 		require.Contains(t, e, f.name)
@@ -195,7 +197,7 @@ func TestQemuArgs(t *testing.T) {
 			wantAccel: "kvm", wantCPU: "host", wantMem: "4096", wantSMP: "4",
 			wantFsdevs: []string{
 				"local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap",
-				"local,id=share,path=/work/main,security_model=none,multidevs=remap",
+				"local,id=share,path=/work/main,security_model=mapped-xattr,multidevs=remap",
 			},
 		},
 		{
@@ -203,7 +205,7 @@ func TestQemuArgs(t *testing.T) {
 			wantAccel: "tcg,thread=multi", wantCPU: "max", wantMem: "2048", wantSMP: "2",
 			wantFsdevs: []string{
 				"local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap",
-				"local,id=share,path=/var/tmp/a,,b,security_model=none,multidevs=remap",
+				"local,id=share,path=/var/tmp/a,,b,security_model=mapped-xattr,multidevs=remap",
 			},
 		},
 	}

@@ -42,6 +42,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -61,7 +62,7 @@ func run() int {
 		memory  = flag.Int("mem", 0, "guest memory in MiB (default 2048; 1024 each with -pair)")
 		cpus    = flag.Int("smp", 0, "guest vCPUs (default 2; 1 each with -pair)")
 		pair    = flag.Bool("pair", false, "boot two guests linked by a virtual wire and run COMMAND_A ::: COMMAND_B, one in each")
-		netdev  = flag.String("netdev", "", "host network interface for a new rxe device (kind 2 machines); default: the first non-loopback interface that is up")
+		netdev  = flag.String("netdev", "", "host network interface for a new rxe device (kind 2 machines); default: a veth pair made for the run ("+loopback.HostVethName+", "+loopback.HostVethAddr+"), so RoCE stays off the host's real network")
 		verbose = flag.Bool("v", false, "print the guest console (kernel messages, init progress) to stderr")
 	)
 	flag.Usage = func() {
@@ -105,13 +106,16 @@ func run() int {
 	switch {
 	case !*forceVM && m.Kind == loopback.HasDevice:
 		fmt.Fprintf(os.Stderr, "rxevm: native run (%s)\n", m.Reason)
-		return native(ctx, args)
+		return native(ctx, *timeout, args)
 	case !*forceVM && m.Kind == loopback.HasRxeModule && os.Geteuid() == 0:
 		dev := *netdev
 		if dev == "" {
-			if dev, err = loopback.DefaultNetdev(); err != nil {
+			veth, err := loopback.EnsureVeth(loopback.HostVethName, loopback.HostVethPeer, loopback.HostVethAddr)
+			if err != nil {
 				return fail(err)
 			}
+			defer veth.Close()
+			dev = veth.Name
 		}
 		rxe, err := loopback.EnsureRxe("rxe0", dev)
 		if err != nil {
@@ -122,7 +126,7 @@ func run() int {
 			return fail(err)
 		}
 		fmt.Fprintf(os.Stderr, "rxevm: native run on %s over %s (%s)\n", rxe.Name, dev, m.Reason)
-		return native(ctx, args)
+		return native(ctx, *timeout, args)
 	}
 	fmt.Fprintf(os.Stderr, "rxevm: running in a qemu guest (%s)\n", m.Reason)
 	vm, err := loopback.NewVM()
@@ -153,10 +157,23 @@ func run() int {
 	return code
 }
 
-func native(ctx context.Context, args []string) int {
+// native runs args here with the same deadline as a guest run: past it
+// the command and everything it started are killed and rxevm exits 125
+// saying so.
+func native(ctx context.Context, timeout time.Duration, args []string) int {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	killGroup(cmd)
+	cmd.WaitDelay = 5 * time.Second
+	runtime.LockOSThread() // Pdeathsig follows the thread that starts the command
+	defer runtime.UnlockOSThread()
 	err := cmd.Run()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fail(fmt.Errorf("the command was killed after %s: it exceeded its deadline of %s (-timeout)", time.Since(start).Round(10*time.Millisecond), timeout))
+	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return exit.ExitCode()
