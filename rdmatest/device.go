@@ -16,6 +16,9 @@ type Dev struct {
 	PortAttr verbs.PortAttr
 	GID      verbs.GIDEntry
 	Opts     Options
+
+	cpus    []int  // CPUs for the timed loops, in order of use (see loopCPUs)
+	cpusSrc string // where they came from
 }
 
 // Required tells whether a device must exist: under CI=true or
@@ -94,6 +97,9 @@ func (d *Dev) setup() error {
 		return fmt.Errorf("rdmatest: %s port %d is %s, not ACTIVE", d.Name(), d.Port, pa.State)
 	}
 	d.PortAttr = pa
+	if d.cpus, d.cpusSrc, err = loopCPUs(d.Name(), d.Opts.CPUs, allowedCPUs()); err != nil {
+		return err
+	}
 	if d.Opts.GIDIndex >= 0 {
 		d.GID, err = d.Device.GID(d.Port, d.Opts.GIDIndex)
 	} else {

@@ -12,64 +12,57 @@ import (
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
-// startStream builds a pair for streaming spec s (which must be valid)
-// and the requester's stream on it, ready to post.
-func startStream(t *testing.T, d *Dev, s Spec, timeout time.Duration) *stream {
+// newTestStream builds a pair for streaming spec s (which must be valid)
+// and the requester's C stream of n messages on it, ready to run.
+func newTestStream(t *testing.T, d *Dev, s Spec, n int64, timeout time.Duration) (*Pair, *verbs.Loop) {
 	t.Helper()
 	s.defaults()
 	require.NoError(t, s.Check(d, true))
 	p := NewPair(t, d, s.pairConfig(true))
-	st := newStream(&s, p, timeout)
-	st.start = time.Now()
-	return st
+	p.Dev = &Dev{Device: d.Device, Port: d.Port, PortAttr: d.PortAttr, GID: d.GID, Opts: d.Opts}
+	p.Dev.Opts.Timeout = timeout
+	l, err := newStreamLoop(p, p.A, &s, n)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, l.Close()) })
+	return p, l
 }
 
-// runStream streams n WRs of s on QP 0 and waits for all of them.
+// runStream streams n WRs of s and waits for all of them.
 func runStream(t *testing.T, d *Dev, s Spec, n int) {
 	t.Helper()
-	st := startStream(t, d, s, d.Opts.Timeout)
-	for range n {
-		require.NoError(t, st.post(0, 1))
-	}
-	require.NoError(t, st.finish(0, 0))
+	_, l := newTestStream(t, d, s, int64(n), d.Opts.Timeout)
+	_, err := readyLoop(l, -1).result()
+	require.NoError(t, err)
 }
 
 // TestFaultQPErrorMidStream forces the requester's QP into ERR while a
-// stream of RDMA WRITEs runs: the stream must fail with the flush status
-// well within its deadline.
+// stream of RDMA WRITEs runs: the C loop must end with the flush status
+// (or the provider's refusal to post) well within its deadline.
 func TestFaultQPErrorMidStream(t *testing.T) {
 	d := Device(t)
 	const timeout = 5 * time.Second
-	st := startStream(t, d, Spec{Op: verbs.OpWrite, Size: 4096, QD: 64}, timeout)
-	qp := st.p.A.QPs[0]
+	p, l := newTestStream(t, d, Spec{Op: verbs.OpWrite, Size: 4096, QD: 64}, 1<<40, timeout)
+	qp := p.A.QPs[0]
 	toErr := make(chan error, 1)
 	go func() {
 		time.Sleep(20 * time.Millisecond)
 		toErr <- qp.ToError()
 	}()
 	start := time.Now()
-	var err error
-	for err == nil && time.Since(start) < 2*timeout {
-		err = st.post(0, 1)
-	}
-	require.NoError(t, <-toErr)
-	var pe *verbs.PostError
-	if errors.As(err, &pe) {
-		// The provider refused the post on the ERR QP: the WRs already
-		// outstanding must still come back flushed.
-		t.Logf("post refused: %v", err)
-		err = nil
-		for err == nil {
-			err = st.reap(true)
-		}
-	}
+	_, err := readyLoop(l, -1).result()
 	elapsed := time.Since(start)
+	require.NoError(t, <-toErr)
 	require.Error(t, err, "the stream ran %v without noticing the ERR state", elapsed)
 	t.Logf("after %v: %v", elapsed, err)
-	var wce *verbs.WCError
-	require.ErrorAs(t, err, &wce)
-	assert.Equal(t, verbs.WCWRFlushErr, wce.Status)
-	assert.Contains(t, err.Error(), "Work Request Flushed Error")
+	var le *verbs.LoopError
+	require.ErrorAs(t, err, &le)
+	var pe *verbs.PostError
+	if !errors.As(err, &pe) {
+		var wce *verbs.WCError
+		require.ErrorAs(t, err, &wce)
+		assert.Equal(t, verbs.WCWRFlushErr, wce.Status)
+		assert.Contains(t, err.Error(), "Work Request Flushed Error")
+	}
 	assert.Less(t, elapsed, timeout)
 	state, err := qp.State()
 	require.NoError(t, err)

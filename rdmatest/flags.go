@@ -21,6 +21,9 @@ type Options struct {
 	// both sides on this device.
 	Peer      string
 	PeerToken string
+	// CPUs overrides the CPUs the timed loops are pinned to (a Linux CPU
+	// list, requester first); empty: the device's NUMA node.
+	CPUs string
 }
 
 var (
@@ -30,6 +33,7 @@ var (
 	flagTimeout = flag.Duration("rdma.timeout", envDuration("RDMA_TIMEOUT", 10*time.Second), "deadline for every single wait for a completion or a peer [RDMA_TIMEOUT]")
 	flagHlog    = flag.String("rdma.hlog", env("RDMA_HLOG_DIR", ""), "directory for HdrHistogram .hlog files, one per benchmark [RDMA_HLOG_DIR]")
 	flagPeer    = flag.String("rdma.peer", env("RDMA_PEER", ""), "host:port of an rdmapeer that plays the passive side on another host [RDMA_PEER]")
+	flagCPUs    = flag.String("rdma.cpus", env("RDMA_CPUS", ""), "CPUs for the timed loops, requester first (a CPU list: 2,3 or 4-7); default: the device's NUMA node [RDMA_CPUS]")
 	flagToken   = flag.String("rdma.peer-token", env("RDMA_PEER_TOKEN", ""), "shared secret the peer requires [RDMA_PEER_TOKEN]")
 )
 
@@ -42,7 +46,7 @@ var envErrs []error
 func Opts() (Options, error) {
 	errs := append([]error(nil), envErrs...)
 	o := Options{Device: *flagDev, Port: *flagPort, GIDIndex: *flagGID, Timeout: *flagTimeout, HlogDir: *flagHlog,
-		Peer: *flagPeer, PeerToken: *flagToken}
+		Peer: *flagPeer, PeerToken: *flagToken, CPUs: *flagCPUs}
 	if o.Peer != "" {
 		if _, _, err := net.SplitHostPort(o.Peer); err != nil {
 			errs = append(errs, fmt.Errorf("rdmatest: -rdma.peer %q is not host:port: %w", o.Peer, err))
@@ -53,6 +57,11 @@ func Opts() (Options, error) {
 	}
 	if o.GIDIndex < -1 {
 		errs = append(errs, fmt.Errorf("rdmatest: -rdma.gid %d is invalid: use -1 (best GID) or an index ≥ 0", o.GIDIndex))
+	}
+	if o.CPUs != "" {
+		if _, err := parseCPUList(o.CPUs); err != nil {
+			errs = append(errs, fmt.Errorf("rdmatest: -rdma.cpus: %w", err))
+		}
 	}
 	if o.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("rdmatest: -rdma.timeout %v must be positive", o.Timeout))

@@ -3,10 +3,8 @@ package rdmatest
 import (
 	"fmt"
 	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -53,9 +51,13 @@ func recvBytes(s *Spec) int {
 }
 
 // Latency measures spec s one operation at a time on QP 0 (see the
-// package doc for what is timed) and reports p50-ns … max-ns, msgs/s
-// (operations per second) and MB/s (payload bytes of the requester's
-// messages). Unsupported combinations are skipped, invalid ones fail.
+// package doc for what is timed) and reports p50-ns … max-ns and msgs/s
+// (round trips per second, from the C loop's own clock). The loop runs in
+// C, on a thread pinned to its own CPU, as does the in-process passive
+// side; ns/op is the testing timer around that one call divided by b.N.
+// After the run the results are verified (see verifyLatency): a mismatch
+// fails the benchmark. Unsupported combinations are skipped, invalid ones
+// fail.
 func Latency(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
 	s.defaults()
@@ -65,36 +67,125 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	if err := checkProcs(s.busyGoroutines(d, false)); err != nil {
 		b.Skip(err)
 	}
+	b.ReportAllocs()
 	p := NewPair(b, d, s.pairConfig(false))
+	defer p.close()
+	p.fillPatterns(&s)
 	timeout := d.Opts.Timeout
-	rec := NewRecorder()
-	iter, resp, err := p.pingPong(&s, timeout)
+	cpus := d.loopCPUs(s.busyGoroutines(d, false))
+	resp, err := p.startPassive(&s, false, cpus[1])
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer resp.Stop()
-	// One untimed, unrecorded warm-up round trip: the first pass through
-	// the path pays one-time costs (thread creation for the passive side,
-	// first cgo calls) that are not the operation's.
-	if _, err := iter(); err != nil {
-		b.Fatal(err)
+	ping, err := newPing(p, &s, int64(b.N), timeout)
+	if err != nil {
+		resp.fatal(b, err)
 	}
+	defer ping.Close()
+	// One untimed, unrecorded round trip: the first pass through the path
+	// pays one-time costs (first touches, the passive thread's start).
+	if err := ping.Warm(1); err != nil {
+		resp.fatal(b, err)
+	}
+	run := readyLoop(ping, cpus[0])
 	before := beforeRun(b, d)
-	b.SetBytes(int64(s.Size))
-	b.ReportAllocs()
-	for b.Loop() {
-		ns, err := iter()
-		if err != nil {
-			resp.fatal(b, err)
-		}
-		rec.Record(ns)
+	b.ResetTimer()
+	res, err := run.result()
+	b.StopTimer()
+	if err != nil {
+		resp.fatal(b, err)
 	}
 	if err := resp.Stop(); err != nil {
 		b.Fatal(err)
 	}
-	ReportLatency(b, rec)
-	ReportRate(b, b.N)
+	rec := NewRecorder()
+	if err := rec.importLoop(ping, res); err != nil {
+		b.Fatal(err)
+	}
+	if err := p.verifyLatency(&s); err != nil {
+		b.Fatal(err)
+	}
+	reportLatencyHeld(b, rec)
+	reportLoopRate(b, "msgs/s", res.Ops, res.Elapsed())
 	reportCounters(b, d, before)
+}
+
+// newPing builds the requester's C loop of a latency run on p.A.
+func newPing(p *Pair, s *Spec, n int64, timeout time.Duration) (*verbs.Loop, error) {
+	a := p.A
+	cfg := verbs.PingConfig{QP: a.QPs[0], CQ: a.CQ, WR: sendWR(s, a, 0), SendDepth: a.depth,
+		Iters: n, Timeout: timeout, Hist: histGeometry}
+	switch {
+	case s.Op == verbs.OpWrite:
+		cfg.Mode, cfg.Halve = verbs.PingWrite, true
+		cfg.InLast, cfg.OutLast = a.inByte(0, s.Size-1), a.outByte(0, s.Size-1)
+	case s.consumesRecv():
+		cfg.Mode, cfg.Halve = verbs.PingRecv, true
+		cfg.Recv, cfg.RecvDepth = a.In(0, recvBytes(s)), p.Cfg.RecvDepth
+	default:
+		cfg.Mode = verbs.PingRound
+		cfg.Result = a.inByte(0, 0)
+	}
+	l, err := verbs.NewPing(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("rdmatest: %w", err)
+	}
+	return l, nil
+}
+
+// startPassive starts side B's role for s: a C serve loop on B pinned to
+// cpu, the remote peer's role, or nothing (the NIC alone serves READ,
+// WRITE and atomics of a stream, READ and atomic round trips).
+func (p *Pair) startPassive(s *Spec, streaming bool, cpu int) (*responder, error) {
+	if p.remote != nil {
+		if err := p.remote.start(); err != nil {
+			return nil, err
+		}
+		return p.remote.responder(), nil
+	}
+	cfg, ok := serveConfig(p.B, s, roleFor(s, streaming), p.Cfg.RecvDepth, p.Dev.Opts.Timeout)
+	if !ok {
+		return nil, nil
+	}
+	return startServe(cfg, cpu)
+}
+
+// serveConfig is the passive loop of role on side b ("target": none).
+func serveConfig(b *Side, s *Spec, role string, recvDepth int, timeout time.Duration) (verbs.ServeConfig, bool) {
+	cfg := verbs.ServeConfig{CQ: b.CQ, QPs: b.QPs, SRQ: b.SRQ, SendDepth: b.depth, Timeout: timeout, Idle: timeout}
+	switch role {
+	case "write-echo":
+		cfg.Mode, cfg.WR = verbs.ServeWriteEcho, sendWR(s, b, 0)
+		cfg.InLast, cfg.OutLast = b.inByte(0, s.Size-1), b.outByte(0, s.Size-1)
+	case "echo":
+		// A true echo: the answer carries the bytes that arrived (after
+		// the GRH on UD), and the receive's immediate data.
+		cfg.Mode, cfg.WR = verbs.ServeRecvEcho, sendWR(s, b, 0)
+		cfg.WR.SGE[0] = b.In(0, recvBytes(s))
+		cfg.WR.SGE[0].Addr += uint64(recvBytes(s) - s.Size)
+		cfg.WR.SGE[0].Length = uint32(s.Size)
+	case "sink":
+		cfg.Mode = verbs.ServeSink
+	default:
+		return cfg, false
+	}
+	if cfg.Mode != verbs.ServeWriteEcho {
+		cfg.RecvDepth = recvDepth
+		for i := range b.QPs {
+			cfg.Recv = append(cfg.Recv, b.In(i, recvBytes(s)))
+		}
+	}
+	return cfg, true
+}
+
+// reportLoopRate reports ops per second of a C loop's own elapsed time.
+func reportLoopRate(b *testing.B, unit string, ops int64, elapsed time.Duration) {
+	b.Helper()
+	if elapsed <= 0 {
+		b.Fatalf("rdmatest: the loop measured no time for %d operations", ops)
+	}
+	b.ReportMetric(float64(ops)/elapsed.Seconds(), unit)
 }
 
 // beforeRun is the last step before a timed loop: it finishes any garbage
@@ -134,225 +225,4 @@ func reportCounters(b *testing.B, d *Dev, before Counters) {
 		b.Errorf("rdmatest: %v", err)
 	}
 	ReportCounters(b, delta)
-}
-
-// pingPong sets up both sides of a latency run: the passive side's role
-// (answering pings) and the requester's iteration, which returns one
-// sample.
-func (p *Pair) pingPong(s *Spec, timeout time.Duration) (func() (int64, error), *responder, error) {
-	if p.remote != nil {
-		return p.remotePingPong(s, timeout)
-	}
-	switch {
-	case s.Op == verbs.OpWrite:
-		return writePing(p.A, s, timeout), serveWriteEcho(p.B, s, timeout), nil
-	case s.consumesRecv():
-		resp, err := serveRecvEcho(p.B, s, p.Cfg.RecvDepth, timeout)
-		if err != nil {
-			return nil, nil, err
-		}
-		iter, err := recvPing(p.A, s, p.Cfg.RecvDepth, timeout)
-		if err != nil {
-			resp.Stop()
-			return nil, nil, err
-		}
-		return iter, resp, nil
-	default:
-		return roundTrip(p.A, s, timeout), nil, nil
-	}
-}
-
-// remotePingPong is pingPong with side B in a remote peer: the requester's
-// half is the same, the peer plays the role.
-func (p *Pair) remotePingPong(s *Spec, timeout time.Duration) (func() (int64, error), *responder, error) {
-	var iter func() (int64, error)
-	var err error
-	switch {
-	case s.Op == verbs.OpWrite:
-		iter = writePing(p.A, s, timeout)
-	case s.consumesRecv():
-		iter, err = recvPing(p.A, s, p.Cfg.RecvDepth, timeout)
-	default:
-		iter = roundTrip(p.A, s, timeout)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := p.remote.start(); err != nil {
-		return nil, nil, err
-	}
-	return iter, p.remote.responder(), nil
-}
-
-// roundTrip: post one READ or atomic, wait for its completion; the sample
-// is the full round trip.
-func roundTrip(a *Side, s *Spec, timeout time.Duration) func() (int64, error) {
-	qp, wr := a.QPs[0], []verbs.SendWR{sendWR(s, a, 0)}
-	poll := NewPoller(a, 4, timeout)
-	what := "the completion of the requester's " + s.Op.String()
-	return func() (int64, error) {
-		t0 := time.Now()
-		if err := qp.PostSend(wr); err != nil {
-			return 0, err
-		}
-		if _, err := poll.Wait(what, 1); err != nil {
-			return 0, err
-		}
-		return time.Since(t0).Nanoseconds(), nil
-	}
-}
-
-// recvPing is the requester's half of a SEND (or WRITE_WITH_IMM)
-// ping-pong: send, then wait for the answer's receive completion; the
-// sample is half the round trip. Sends are signaled once every half queue
-// depth, as in perftest, so the loop does not wait for its own send
-// completions.
-func recvPing(a *Side, s *Spec, recvDepth int, timeout time.Duration) (func() (int64, error), error) {
-	rx := newReceiver(a, recvBytes(s))
-	if err := rx.fill(recvDepth); err != nil {
-		return nil, err
-	}
-	sq := newSendQueue(a.QPs[0], sendWR(s, a, 0), a.depth)
-	poll := NewPoller(a, 8, timeout)
-	got := false
-	onRecv := func(*verbs.WC) { got = true }
-	return func() (int64, error) {
-		if err := sq.makeRoom(poll, nil); err != nil {
-			return 0, err
-		}
-		got = false
-		t0 := time.Now()
-		if err := sq.post(); err != nil {
-			return 0, err
-		}
-		for !got {
-			wcs, err := poll.Wait("the answer of the passive side (a receive completion on the requester)", sq.outstanding())
-			if err != nil {
-				return 0, err
-			}
-			sq.handle(wcs, onRecv)
-		}
-		ns := time.Since(t0).Nanoseconds() / 2
-		return ns, rx.consumed(0)
-	}, nil
-}
-
-// serveRecvEcho is the passive half of a SEND ping-pong (and the server
-// of an echo RPC over UD SEND): answer every receive with the same verb,
-// carrying back the payload received and, for verbs with immediate data,
-// the immediate received (an RPC's tag).
-func serveRecvEcho(b *Side, s *Spec, recvDepth int, timeout time.Duration) (*responder, error) {
-	rx := newReceiver(b, recvBytes(s))
-	if err := rx.fill(recvDepth); err != nil {
-		return nil, fmt.Errorf("rdmatest: posting the passive side's receives: %w", err)
-	}
-	// A true echo: the answer carries the bytes that arrived (after the
-	// GRH on UD), so a client can verify payloads end to end.
-	wr := sendWR(s, b, 0)
-	wr.SGE[0] = b.In(0, recvBytes(s))
-	wr.SGE[0].Addr += uint64(recvBytes(s) - s.Size)
-	wr.SGE[0].Length = uint32(s.Size)
-	sq := newSendQueue(b.QPs[0], wr, b.depth)
-	poll := NewPoller(b, 8, timeout)
-	return startResponder(timeout, func(stop *atomic.Bool) error {
-		// The immediates of the receives still to answer, oldest first
-		// (at most recvDepth: every one holds a posted receive).
-		pings := make([]uint32, 0, recvDepth)
-		onRecv := func(wc *verbs.WC) { pings = append(pings, wc.Imm) }
-		for !stop.Load() {
-			wcs, err := poll.Poll()
-			if err != nil {
-				return fmt.Errorf("rdmatest: passive side: %w", err)
-			}
-			sq.handle(wcs, onRecv)
-			for len(pings) > 0 {
-				if err := rx.consumed(0); err != nil {
-					return err
-				}
-				if err := sq.makeRoom(poll, onRecv); err != nil {
-					return fmt.Errorf("rdmatest: passive side: %w", err)
-				}
-				sq.wr[0].Imm = pings[0]
-				pings = append(pings[:0], pings[1:]...)
-				if err := sq.post(); err != nil {
-					return fmt.Errorf("rdmatest: passive side answering: %w", err)
-				}
-			}
-			if len(wcs) == 0 {
-				if err := rx.flush(); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}), nil
-}
-
-// writePing is the requester's half of an RDMA WRITE ping-pong (perftest's
-// ib_write_lat): write into the peer's "in" slot, then spin until the
-// peer's write changes the last byte of our own "in" slot; the sample is
-// half the round trip. Writes are signaled once every half queue depth.
-func writePing(a *Side, s *Spec, timeout time.Duration) func() (int64, error) {
-	last := s.Size - 1
-	sq := newSendQueue(a.QPs[0], sendWR(s, a, 0), a.depth)
-	poll := NewPoller(a, 8, timeout)
-	out, in := a.OutBytes(0), a.InBytes(0)
-	v := byte(0)
-	var sp spinner
-	return func() (int64, error) {
-		if err := sq.makeRoom(poll, nil); err != nil {
-			return 0, err
-		}
-		v = v%255 + 1 // 1..255: never the initial 0
-		out[last] = v
-		t0 := time.Now()
-		if err := sq.post(); err != nil {
-			return 0, err
-		}
-		deadline := t0.Add(timeout)
-		for spins := 0; loadByte(in, last) != v; spins++ {
-			sp.spin()
-			if spins&1023 == 1023 && time.Now().After(deadline) {
-				return 0, poll.Stalled("the passive side's RDMA WRITE to change the last byte of the requester's buffer", sq.outstanding())
-			}
-		}
-		return time.Since(t0).Nanoseconds() / 2, nil
-	}
-}
-
-// serveWriteEcho is the passive half of a WRITE ping-pong: spin on the
-// last byte of the "in" slot and write the same value back.
-func serveWriteEcho(b *Side, s *Spec, timeout time.Duration) *responder {
-	last := s.Size - 1
-	sq := newSendQueue(b.QPs[0], sendWR(s, b, 0), b.depth)
-	poll := NewPoller(b, 8, timeout)
-	out, in := b.OutBytes(0), b.InBytes(0)
-	return startResponder(timeout, func(stop *atomic.Bool) error {
-		seen := byte(0)
-		var sp spinner
-		for !stop.Load() {
-			sp.spin()
-			v := loadByte(in, last)
-			if v == seen {
-				continue
-			}
-			seen = v
-			if err := sq.makeRoom(poll, nil); err != nil {
-				return fmt.Errorf("rdmatest: passive side: %w", err)
-			}
-			out[last] = v
-			if err := sq.post(); err != nil {
-				return fmt.Errorf("rdmatest: passive side answering: %w", err)
-			}
-		}
-		return nil
-	})
-}
-
-// loadByte reads b[i] with an atomic load, so that a spin on memory the
-// NIC writes sees every update (b is mmap'd, 64-byte aligned; little
-// endian assumed, as on amd64 and arm64).
-func loadByte(b []byte, i int) byte {
-	w := (*uint32)(unsafe.Pointer(&b[i&^3]))
-	return byte(atomic.LoadUint32(w) >> (8 * (i & 3)))
 }

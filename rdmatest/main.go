@@ -18,7 +18,8 @@ import (
 var Units = []struct{ Name, Better string }{
 	{"p50-ns", "lower"}, {"p90-ns", "lower"}, {"p99-ns", "lower"}, {"p99.9-ns", "lower"},
 	{"p99.99-ns", "lower"}, {"max-ns", "lower"}, {"msgs/s", "higher"},
-	{"msgs/s/thread", "higher"}, {"ops/s", "higher"},
+	{"msgs/s/thread", "higher"}, {"ops/s", "higher"}, {"MB/s", "higher"},
+	{"delivered-msgs/s", "higher"}, {"lost-msgs/op", "lower"},
 }
 
 // Main is a TestMain for packages of device benchmarks: it parses the
@@ -106,6 +107,7 @@ func Config() [][2]string {
 			[2]string{"rdma-speed", strings.ReplaceAll(fmt.Sprintf("%dx %s", d.PortAttr.ActiveWidth, d.PortAttr.ActiveSpeed), " ", "")},
 			[2]string{"rdma-gid-type", strings.ReplaceAll(d.GID.Type.String(), " ", "")},
 			[2]string{"rdma-gid-index", fmt.Sprint(d.GID.Index)},
+			[2]string{"rdma-cpus", d.cpuLine()},
 		)
 		d.Close()
 	}

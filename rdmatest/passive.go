@@ -37,7 +37,6 @@ type Passive struct {
 	recvDepth int
 	timeout   time.Duration
 	resp      *responder
-	sink      *sinkSide
 	setup     oob.SetupOK
 }
 
@@ -104,45 +103,49 @@ func (p *Passive) SetupOK() *oob.SetupOK { return &p.setup }
 
 // Start begins the role: "sink" reposts receives, "echo" answers every
 // receive with the same verb, "write-echo" answers every WRITE with a
-// WRITE, "target" only exposes memory.
+// WRITE (each a C loop on a thread of its own), "target" only exposes
+// memory. The side's slots are filled with the verification pattern
+// first, as a local passive side's are (see fillPatterns).
 func (p *Passive) Start() error {
 	if p.resp != nil {
 		return errors.New("rdmatest: the passive side is already started")
 	}
-	var err error
-	switch p.role {
-	case "sink":
-		if p.sink, err = sinkOn(p.side, p.recvDepth, recvBytes(&p.spec), p.timeout); err == nil {
-			p.resp = p.sink.resp
-		}
-	case "echo":
-		p.resp, err = serveRecvEcho(p.side, &p.spec, p.recvDepth, p.timeout)
-	case "write-echo":
-		p.resp = serveWriteEcho(p.side, &p.spec, p.timeout)
-	case "target":
+	p.side.fillPatterns(&p.spec, true)
+	if p.role == "target" {
 		p.resp = &responder{stopFn: func() error { return nil }}
-	default:
-		err = fmt.Errorf("rdmatest: unknown passive role %q", p.role)
+		return nil
 	}
+	cfg, ok := serveConfig(p.side, &p.spec, p.role, p.recvDepth, p.timeout)
+	if !ok {
+		return fmt.Errorf("rdmatest: unknown passive role %q", p.role)
+	}
+	var err error
+	p.resp, err = startServe(cfg, -1)
 	return err
 }
 
 // Stop ends the role and reports what it saw.
 func (p *Passive) Stop() (*oob.Stopped, error) {
-	err := p.resp.Stop() // the role's goroutine has ended: its counts are ours now
-	p.resp = nil
+	err := p.resp.Stop() // the role's loop has returned: its counts are ours now
 	st := &oob.Stopped{}
-	if p.sink != nil {
-		st.Received = uint64(p.sink.recvs)
+	if p.role == "sink" {
+		st.Received = uint64(p.resp.res.Recvs)
 	}
+	p.resp = nil
 	return st, err
 }
 
-// Close stops the role if it runs and releases everything.
+// Close stops the role if it runs, moves the QPs to the error state (so
+// that every outstanding WR is flushed) and releases everything.
 func (p *Passive) Close() error {
 	var err error
 	if p.resp != nil {
 		_, err = p.Stop()
+	}
+	if p.side != nil {
+		for _, qp := range p.side.QPs {
+			qp.ToError()
+		}
 	}
 	return errors.Join(err, p.res.Close())
 }

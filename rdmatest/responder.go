@@ -1,40 +1,48 @@
 package rdmatest
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
-// responder runs the passive side's work in a goroutine of its own until
-// stopped. The goroutine is not locked to an OS thread: a locked
-// goroutine cannot pass through the scheduler (see spinner) without
-// handing its P to another thread and waiting to get it back, two futex
-// round trips each time.
+// responder is the passive side of a run: a C serve loop on a thread of
+// its own, or (stopFn) a remote peer's role.
 type responder struct {
-	stop    atomic.Bool
-	done    chan error
+	run     *loopRun
 	timeout time.Duration
-	// stopFn, when set, replaces the goroutine: the role runs elsewhere
-	// (a remote peer) and stopFn ends it.
-	stopFn func() error
-	// stopped and err keep the first Stop's outcome.
+	stopFn  func() error
+	// stopped, res and err keep the first Stop's outcome.
 	stopped bool
+	res     verbs.LoopResult
 	err     error
+	mu      sync.Mutex
 }
 
-func startResponder(timeout time.Duration, work func(stop *atomic.Bool) error) *responder {
-	r := &responder{done: make(chan error, 1), timeout: timeout}
-	go func() { r.done <- work(&r.stop) }()
-	return r
+// startServe builds the passive loop of cfg and starts it on cpu.
+func startServe(cfg verbs.ServeConfig, cpu int) (*responder, error) {
+	l, err := verbs.NewServe(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("rdmatest: passive side: %w", err)
+	}
+	r := readyLoop(l, cpu)
+	r.begin()
+	return &responder{run: r, timeout: cfg.Timeout}, nil
 }
+
+// recvs is how many receives the passive loop has seen so far.
+func (r *responder) recvs() int64 { return r.run.loop.Recvs() }
 
 // fatal ends benchmark b with err, after stopping the responder and
 // adding its error, if any (the passive side often knows why).
-func (r *responder) fatal(b testing.TB, err error) {
+func (r *responder) fatal(b interface {
+	Helper()
+	Fatal(...any)
+}, err error) {
 	b.Helper()
 	if rerr := r.Stop(); rerr != nil {
 		err = fmt.Errorf("%w (passive side: %v)", err, rerr)
@@ -42,13 +50,15 @@ func (r *responder) fatal(b testing.TB, err error) {
 	b.Fatal(err)
 }
 
-// Stop asks the responder to finish and returns its error. Only the first
-// call waits; later calls return the same result at once (the loops call
-// it on their error paths and again, deferred, on the way out).
+// Stop ends the passive side and returns its error: the loop is stopped,
+// waited for (within the timeout) and only then freed. Later calls return
+// the first call's result at once.
 func (r *responder) Stop() error {
 	if r == nil {
 		return nil
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.stopped {
 		return r.err
 	}
@@ -57,17 +67,40 @@ func (r *responder) Stop() error {
 		r.err = r.stopFn()
 		return r.err
 	}
-	r.stop.Store(true)
-	select {
-	case r.err = <-r.done:
-	case <-time.After(r.timeout):
-		r.err = fmt.Errorf("rdmatest: the passive side did not stop within %v", r.timeout)
+	r.run.loop.Stop()
+	if err := r.run.wait(max(r.timeout, time.Second)); err != nil {
+		if errors.Is(err, verbs.ErrStopped) {
+			err = nil
+		}
+		r.err = err
 	}
-	return r.err
+	r.res = r.run.res
+	if r.err != nil {
+		r.err = fmt.Errorf("rdmatest: passive side: %w", r.err)
+	}
+	return errors.Join(r.err, r.run.loop.Close())
+}
+
+// startResponder runs work in a goroutine until stopped: the passive side
+// of the one role that is still a Go loop (the echo RPC's WRITE server,
+// see EchoRPC).
+func startResponder(timeout time.Duration, work func(stop *atomic.Bool) error) *responder {
+	var stop atomic.Bool
+	done := make(chan error, 1)
+	go func() { done <- work(&stop) }()
+	return &responder{timeout: timeout, stopFn: func() error {
+		stop.Store(true)
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(timeout):
+			return fmt.Errorf("rdmatest: the passive side did not stop within %v", timeout)
+		}
+	}}
 }
 
 // receiver keeps receive WRs posted on a side (per QP or on its SRQ) and
-// reposts each one as it completes.
+// reposts each one as it completes: the echo RPC client's, in Go.
 type receiver struct {
 	side  *Side
 	n     int // bytes per receive
@@ -136,73 +169,5 @@ func (r *receiver) flush() error {
 	return nil
 }
 
-// recvIndex is the QP index a receive completion belongs to: receive WRs
-// carry it in their ID.
-func recvIndex(wc *verbs.WC) int { return int(wc.ID) }
-
 // isRecv tells receive completions from send-side ones.
 func isRecv(wc *verbs.WC) bool { return wc.Opcode&verbs.WCRecv != 0 }
-
-// sinkSide is the passive side of a stream: it reposts every receive,
-// and counts the receive completions and when it saw them (for Inbound
-// runs, see sinkSide.report).
-type sinkSide struct {
-	resp         *responder
-	recvs, first int64     // receives seen; how many the first poll with any returned
-	t0, t1       time.Time // when the first and the last poll with receives returned
-}
-
-// sink starts the passive side of a stream: on p.B, or on the remote
-// peer (which then counts nothing here).
-func sink(p *Pair, n int, timeout time.Duration) (*sinkSide, error) {
-	if p.remote != nil {
-		if err := p.remote.start(); err != nil {
-			return nil, err
-		}
-		return &sinkSide{resp: p.remote.responder()}, nil
-	}
-	return sinkOn(p.B, p.Cfg.RecvDepth, n, timeout)
-}
-
-// sinkOn keeps recvDepth receives of n bytes posted on side b.
-func sinkOn(b *Side, recvDepth, n int, timeout time.Duration) (*sinkSide, error) {
-	rc := newReceiver(b, n)
-	if err := rc.fill(recvDepth); err != nil {
-		return nil, fmt.Errorf("rdmatest: posting the passive side's receives: %w", err)
-	}
-	poll := NewPoller(b, 64, timeout)
-	in := &sinkSide{}
-	in.resp = startResponder(timeout, func(stop *atomic.Bool) error {
-		for !stop.Load() {
-			wcs, err := poll.Poll()
-			if err != nil {
-				return fmt.Errorf("rdmatest: passive side: %w", err)
-			}
-			if len(wcs) == 0 {
-				if err := rc.flush(); err != nil {
-					return err
-				}
-				continue
-			}
-			got := int64(0)
-			for i := range wcs {
-				if isRecv(&wcs[i]) {
-					if err := rc.consumed(recvIndex(&wcs[i])); err != nil {
-						return err
-					}
-					got++
-				}
-			}
-			if got > 0 {
-				now := time.Now()
-				if in.recvs == 0 {
-					in.t0, in.first = now, got
-				}
-				in.t1 = now
-				in.recvs += got
-			}
-		}
-		return nil
-	})
-	return in, nil
-}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -105,7 +106,8 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 		c.rx = newReceiver(req.A, recvBytes(&s))
 		c.respPoll = NewPoller(req.A, 16, timeout)
 		c.reqPoll = c.respPoll
-		resp, err = serveRecvEcho(req.B, &s, req.Cfg.RecvDepth, timeout)
+		cfg, _ := serveConfig(req.B, &s, "echo", req.Cfg.RecvDepth, timeout)
+		resp, err = startServe(cfg, d.loopCPUs(2)[1])
 	}
 	if err == nil {
 		err = c.rx.fill(req.Cfg.RecvDepth)
@@ -282,4 +284,12 @@ func serveWriteRPC(reqSide, respSide *Side, s *Spec, stride int, timeout time.Du
 		}
 		return nil
 	})
+}
+
+// loadByte reads b[i] with an atomic load, so that a spin on memory the
+// NIC writes sees every update (b is mmap'd, 64-byte aligned; little
+// endian assumed, as on amd64 and arm64).
+func loadByte(b []byte, i int) byte {
+	w := (*uint32)(unsafe.Pointer(&b[i&^3]))
+	return byte(atomic.LoadUint32(w) >> (8 * (i & 3)))
 }

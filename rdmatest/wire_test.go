@@ -72,24 +72,34 @@ func echoPair(t *testing.T, d *Dev, size int) (*Pair, *Spec) {
 
 // pingVerified sends n messages through the echo, each with its own
 // pattern, and checks every answer byte for byte. It returns the half
-// round trips.
+// round trips. It is a functional check over a faulty wire, not a
+// measurement: one signaled SEND and one receive at a time, through the
+// Go verbs API.
 func pingVerified(t *testing.T, p *Pair, s *Spec, n int) []time.Duration {
 	t.Helper()
-	ping, err := recvPing(p.A, s, p.Cfg.RecvDepth, p.Dev.Opts.Timeout)
-	require.NoError(t, err)
 	require.NoError(t, p.remote.start())
-	out, in := p.A.OutBytes(0)[:s.Size], p.A.InBytes(0)[:s.Size]
+	a := p.A
+	out, in := a.OutBytes(0)[:s.Size], a.InBytes(0)[:s.Size]
+	wr := sendWR(s, a, 0)
+	recv := verbs.RecvWR{NumSGE: 1, SGE: [verbs.MaxWRSGE]verbs.SGE{a.In(0, recvBytes(s))}}
+	poll := NewPoller(a, 4, p.Dev.Opts.Timeout)
 	var rtts []time.Duration
 	for k := range n {
 		for i := range out {
 			out[i] = byte(k*131 + i*7)
 		}
-		ns, err := ping()
-		require.NoError(t, err, "message %d", k)
+		require.NoError(t, a.QPs[0].PostRecv([]verbs.RecvWR{recv}), "message %d", k)
+		t0 := time.Now()
+		require.NoError(t, a.QPs[0].PostSend([]verbs.SendWR{wr}), "message %d", k)
+		for got := 0; got < 2; {
+			wcs, err := poll.Wait("the echo of message "+fmt.Sprint(k), 2-got)
+			require.NoError(t, err, "message %d", k)
+			got += len(wcs)
+		}
+		rtts = append(rtts, time.Since(t0)/2)
 		if !bytes.Equal(in, out) {
 			t.Fatalf("message %d: the echo differs from what was sent (first bytes %x, want %x)", k, in[:8], out[:8])
 		}
-		rtts = append(rtts, time.Duration(ns))
 	}
 	require.NoError(t, p.remote.stop())
 	return rtts
@@ -209,29 +219,25 @@ func TestWirePeerKilled(t *testing.T) {
 }
 
 // runningEcho starts a SEND echo with the peer and checks that 20 round
-// trips go through; the test then breaks something and pings on.
-func runningEcho(t *testing.T, d *Dev) (*Pair, func() (int64, error)) {
+// trips go through (the C ping loop's untimed warm-up); the test then
+// breaks something and runs the loop, which pings on.
+func runningEcho(t *testing.T, d *Dev) (*Pair, *verbs.Loop) {
 	t.Helper()
 	p, s := echoPair(t, d, 64)
-	ping, err := recvPing(p.A, s, p.Cfg.RecvDepth, p.Dev.Opts.Timeout)
-	require.NoError(t, err)
 	require.NoError(t, p.remote.start())
-	for range 20 {
-		_, err := ping()
-		require.NoError(t, err)
-	}
+	ping, err := newPing(p, s, 1<<40, p.Dev.Opts.Timeout)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, ping.Close()) })
+	require.NoError(t, ping.Warm(20))
 	return p, ping
 }
 
-// pingUntilError pings on after a fault (why names it) until a ping
-// fails, requires that it does within the deadline, and returns the error.
-func pingUntilError(t *testing.T, p *Pair, ping func() (int64, error), why string) error {
+// pingUntilError runs the ping loop after a fault (why names it),
+// requires that it fails within the deadline, and returns the error.
+func pingUntilError(t *testing.T, p *Pair, ping *verbs.Loop, why string) error {
 	t.Helper()
 	start := time.Now()
-	var err error
-	for err == nil && time.Since(start) < 2*p.Dev.Opts.Timeout {
-		_, err = ping()
-	}
+	_, err := readyLoop(ping, -1).result()
 	took := time.Since(start)
 	require.Error(t, err, "%s: the run must fail", why)
 	t.Logf("after %v: %v", took.Round(time.Millisecond), err)

@@ -22,6 +22,7 @@ const (
 	KindAH      Kind = "ah"
 	KindSRQ     Kind = "srq"
 	KindBuffer  Kind = "buffer"
+	KindLoop    Kind = "loop"
 )
 
 // Object is one live (created and not yet closed) object.

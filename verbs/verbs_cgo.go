@@ -25,83 +25,14 @@ package verbs
 #include <stdlib.h>
 #include <string.h>
 
-// Flat work requests shared with Go (SendWR, RecvWR, WC); layout_test.go
-// pins the same offsets on the Go side.
-typedef struct {
-	uint64_t id;
-	uint8_t op, flags, num_sge, pad[5];
-	struct ibv_sge sge[4];
-	uint64_t remote_addr;
-	uint32_t rkey, imm;
-	uint64_t compare_add, swap;
-	uintptr_t ah;
-	uint32_t qpn, qkey;
-} rb_send_wr;
-_Static_assert(offsetof(rb_send_wr, sge) == 16, "sge");
-_Static_assert(offsetof(rb_send_wr, remote_addr) == 80, "remote_addr");
-_Static_assert(offsetof(rb_send_wr, compare_add) == 96, "compare_add");
-_Static_assert(offsetof(rb_send_wr, ah) == 112, "ah");
-_Static_assert(sizeof(rb_send_wr) == 128, "rb_send_wr");
-
-typedef struct {
-	uint64_t id;
-	uint8_t num_sge, pad[7];
-	struct ibv_sge sge[4];
-} rb_recv_wr;
-_Static_assert(sizeof(rb_recv_wr) == 80, "rb_recv_wr");
-
-typedef struct {
-	uint64_t id;
-	uint32_t status, opcode, byte_len, imm, flags, qpn, src_qp, vendor_err;
-} rb_wc;
-_Static_assert(sizeof(rb_wc) == 40, "rb_wc");
-
-// Per-QP scratch slots: the ibv_*_wr chain and its SGEs are built here.
-typedef struct { struct ibv_send_wr wr; struct ibv_sge sge[4]; } rb_send_slot;
-typedef struct { struct ibv_recv_wr wr; struct ibv_sge sge[4]; } rb_recv_slot;
-
-static const enum ibv_wr_opcode rb_opcodes[] = {
-	IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM,
-	IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP,
-};
+#include "rb.h"
 
 // rb_post_send builds a chain of n WRs in slots and posts it with one
 // ibv_post_send. Returns its errno (0 on success) and the bad WR's index.
 static int rb_post_send(struct ibv_qp *qp, rb_send_slot *slots, const rb_send_wr *w, int n, int *bad_index) {
 	for (int i = 0; i < n; i++, w++) {
-		struct ibv_send_wr *wr = &slots[i].wr;
-		memcpy(slots[i].sge, w->sge, sizeof(struct ibv_sge) * w->num_sge);
-		wr->wr_id = w->id;
-		wr->next = (i + 1 < n) ? &slots[i + 1].wr : NULL;
-		wr->sg_list = slots[i].sge;
-		wr->num_sge = w->num_sge;
-		wr->opcode = rb_opcodes[w->op];
-		unsigned int f = 0;
-		if (w->flags & 1) f |= IBV_SEND_SIGNALED;
-		if (w->flags & 2) f |= IBV_SEND_INLINE;
-		if (w->flags & 4) f |= IBV_SEND_SOLICITED;
-		if (w->flags & 8) f |= IBV_SEND_FENCE;
-		wr->send_flags = f;
-		wr->imm_data = htonl(w->imm);
-		switch (wr->opcode) {
-		case IBV_WR_RDMA_WRITE:
-		case IBV_WR_RDMA_WRITE_WITH_IMM:
-		case IBV_WR_RDMA_READ:
-			wr->wr.rdma.remote_addr = w->remote_addr;
-			wr->wr.rdma.rkey = w->rkey;
-			break;
-		case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		case IBV_WR_ATOMIC_CMP_AND_SWP:
-			wr->wr.atomic.remote_addr = w->remote_addr;
-			wr->wr.atomic.rkey = w->rkey;
-			wr->wr.atomic.compare_add = w->compare_add;
-			wr->wr.atomic.swap = w->swap;
-			break;
-		default:
-			wr->wr.ud.ah = (struct ibv_ah *)w->ah;
-			wr->wr.ud.remote_qpn = w->qpn;
-			wr->wr.ud.remote_qkey = w->qkey;
-		}
+		rb_fill_send_wr(&slots[i].wr, slots[i].sge, w);
+		slots[i].wr.next = (i + 1 < n) ? &slots[i + 1].wr : NULL;
 	}
 	struct ibv_send_wr *bad = NULL;
 	int rc = ibv_post_send(qp, &slots[0].wr, &bad);

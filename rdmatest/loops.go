@@ -1,0 +1,99 @@
+package rdmatest
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// histGeometry is the C loops' view of every recorder's geometry.
+var histGeometry = func() verbs.HistGeometry {
+	g, err := verbs.NewHistGeometry(histLowest, histHighest, histSigFigs)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}()
+
+// importLoop adds the samples a C loop recorded to r: its counts array,
+// laid out as hdrhistogram-go's for the same geometry, is imported and
+// merged (outside the timed region).
+func (r *Recorder) importLoop(l *verbs.Loop, res verbs.LoopResult) error {
+	counts := make([]int64, histGeometry.CountsLen())
+	if err := l.Counts(counts); err != nil {
+		return err
+	}
+	h := hdrhistogram.Import(&hdrhistogram.Snapshot{LowestTrackableValue: histLowest,
+		HighestTrackableValue: histHighest, SignificantFigures: histSigFigs, Counts: counts})
+	if h.TotalCount() != res.Samples {
+		return fmt.Errorf("rdmatest: the loop recorded %d samples but its histogram holds %d", res.Samples, h.TotalCount())
+	}
+	r.h.Merge(h)
+	r.overflow += res.Overflow
+	return nil
+}
+
+// loopRun is one C loop on an OS thread of its own (locked, and pinned to
+// a CPU when one is given).
+type loopRun struct {
+	loop  *verbs.Loop
+	start chan struct{}
+	done  chan struct{}
+	res   verbs.LoopResult
+	err   error
+}
+
+// readyLoop starts the goroutine that will run l on a new OS thread
+// pinned to cpu (< 0: not pinned) and returns once the thread is ready;
+// go starts the loop. Everything that allocates (the goroutine, its
+// thread) happens here, before a timer starts. The goroutine ends still
+// locked, so the thread and its affinity end with it.
+func readyLoop(l *verbs.Loop, cpu int) *loopRun {
+	r := &loopRun{loop: l, start: make(chan struct{}), done: make(chan struct{})}
+	ready := make(chan struct{})
+	go func() {
+		defer close(r.done)
+		runtime.LockOSThread()
+		r.err = pinThread(cpu)
+		close(ready)
+		<-r.start
+		if r.err == nil {
+			r.res, r.err = l.Run()
+		}
+	}()
+	<-ready
+	return r
+}
+
+// begin starts the loop.
+func (r *loopRun) begin() { close(r.start) }
+
+// wait waits for the loop to return, at most timeout.
+func (r *loopRun) wait(timeout time.Duration) error {
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(timeout):
+		return fmt.Errorf("rdmatest: the loop did not return within %v of its stop", timeout)
+	}
+}
+
+// result starts a ready loop and waits until it returns (its own waits
+// have deadlines: it does).
+func (r *loopRun) result() (verbs.LoopResult, error) {
+	r.begin()
+	<-r.done
+	return r.res, r.err
+}
+
+// inByte and outByte name byte off of QP i's incoming and outgoing slots.
+func (s *Side) inByte(i, off int) verbs.ByteAt {
+	return verbs.ByteAt{Buf: s.Buf, Off: (2*i+1)*s.slot + off}
+}
+
+func (s *Side) outByte(i, off int) verbs.ByteAt {
+	return verbs.ByteAt{Buf: s.Buf, Off: 2*i*s.slot + off}
+}

@@ -1,0 +1,597 @@
+//go:build linux && cgo
+
+// loop.c: rdmabench's timed loops. See loop.h for the structures and the
+// package documentation (loop.go) for what each loop times.
+#include "loop.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <time.h>
+
+// How many empty polls or spins between two reads of the clock for a
+// deadline: reading CLOCK_MONOTONIC costs more than a poll.
+#define RB_CLOCK_EVERY 1024
+// Completions taken per poll.
+#define RB_POLL_BATCH 32
+// Stream work request IDs: QP index in bits 40..62, the QP's sequence
+// number below, bit 63 for the completion marker.
+#define RB_SEQ_BITS 40
+#define RB_SEQ_MASK ((UINT64_C(1) << RB_SEQ_BITS) - 1)
+#define RB_MARKER (UINT64_C(1) << 63)
+
+int64_t rb_clock_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// rb_hist_add records v with hdrhistogram-go's bucket arithmetic
+// (getBucketIndex, getSubBucketIdx, countsIndex).
+void rb_hist_add(rb_hist *h, int64_t v) {
+	if (v < h->lowest)
+		v = h->lowest;
+	if (v > h->highest) {
+		h->overflow++;
+		v = h->highest;
+	}
+	int64_t pow2ceil = 64 - __builtin_clzll((uint64_t)(v | h->sub_bucket_mask));
+	int64_t bucket = pow2ceil - h->unit_magnitude - (h->half_count_magnitude + 1);
+	int64_t sub = v >> (bucket + h->unit_magnitude);
+	int64_t idx = ((bucket + 1) << h->half_count_magnitude) + sub - h->half_count;
+	if (idx < 0 || idx >= h->len) { // cannot happen for a clamped value
+		h->overflow++;
+		return;
+	}
+	h->counts[idx]++;
+	h->total++;
+}
+
+static int rb_fail(rb_ctl *c, int status) {
+	c->status = status;
+	return status;
+}
+
+static void rb_set_bad(rb_ctl *c, const struct ibv_wc *wc) {
+	c->bad.id = wc->wr_id;
+	c->bad.status = wc->status;
+	c->bad.opcode = wc->opcode;
+	c->bad.byte_len = wc->byte_len;
+	c->bad.flags = wc->wc_flags;
+	c->bad.qpn = wc->qp_num;
+	c->bad.src_qp = wc->src_qp;
+	c->bad.vendor_err = wc->vendor_err;
+	c->bad.imm = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
+}
+
+static int rb_stalled(rb_ctl *c, int what, int64_t outstanding) {
+	c->waiting = what;
+	c->outstanding = outstanding;
+	return rb_fail(c, RB_STALLED);
+}
+
+// rb_poll_cq polls up to n completions; a failed one ends the loop. Returns
+// the count, or -1 with the status set.
+static int rb_poll_cq(rb_ctl *c, struct ibv_cq *cq, struct ibv_wc *wc, int n) {
+	int got = ibv_poll_cq(cq, n, wc);
+	if (got < 0) {
+		rb_fail(c, RB_POLL);
+		return -1;
+	}
+	for (int i = 0; i < got; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS) {
+			rb_set_bad(c, &wc[i]);
+			rb_fail(c, RB_WC);
+			return -1;
+		}
+	}
+	return got;
+}
+
+// rb_wait_cq returns at least one completion, waiting at most timeout_ns
+// from since (busy polling, or on the completion channel ch when set); the
+// stop flag ends the wait too. Returns the count, or -1 with the status
+// set (what and outstanding describe the wait for a stall).
+static int rb_wait_cq(rb_ctl *c, struct ibv_cq *cq, struct ibv_comp_channel *ch, struct ibv_wc *wc, int n,
+		      int64_t since, int what, int64_t outstanding) {
+	for (unsigned spins = 1;; spins++) {
+		int got = rb_poll_cq(c, cq, wc, n);
+		if (got != 0)
+			return got;
+		if (c->stop) {
+			rb_fail(c, RB_STOPPED);
+			return -1;
+		}
+		if (ch) {
+			if (ibv_req_notify_cq(cq, 0) != 0) {
+				c->err = errno;
+				rb_fail(c, RB_EVENT);
+				return -1;
+			}
+			if ((got = rb_poll_cq(c, cq, wc, n)) != 0)
+				return got;
+			int64_t left = since + c->timeout_ns - rb_clock_ns();
+			if (left <= 0) {
+				rb_stalled(c, what, outstanding);
+				return -1;
+			}
+			struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
+			int ms = left / 1000000 + 1;
+			if (poll(&pfd, 1, ms > 100 ? 100 : ms) > 0) {
+				struct ibv_cq *ecq;
+				void *ctx;
+				if (ibv_get_cq_event(ch, &ecq, &ctx) == 0)
+					ibv_ack_cq_events(ecq, 1);
+			}
+			continue;
+		}
+		if (spins % RB_CLOCK_EVERY == 0 && rb_clock_ns() - since > c->timeout_ns) {
+			rb_stalled(c, what, outstanding);
+			return -1;
+		}
+	}
+}
+
+// rb_rq_post posts the first k WRs of r as one chain.
+static int rb_rq_post(rb_ctl *c, rb_rq *r, int k) {
+	struct ibv_recv_wr *bad = NULL;
+	r->wr[k - 1].next = NULL;
+	int rc = r->srq ? ibv_post_srq_recv(r->srq, &r->wr[0], &bad) : ibv_post_recv(r->qp, &r->wr[0], &bad);
+	if (k < RB_RBATCH)
+		r->wr[k - 1].next = &r->wr[k];
+	if (rc != 0) {
+		c->err = rc < 0 ? -rc : rc;
+		c->err_index = bad ? (int)(bad - r->wr) : 0;
+		return rb_fail(c, RB_POST_RECV);
+	}
+	return 0;
+}
+
+// rb_rq_init points r at qp (or srq) with every receive landing in one SGE
+// and carrying id as its wr_id.
+void rb_rq_init(rb_rq *r, struct ibv_qp *qp, struct ibv_srq *srq, uint64_t addr, uint32_t length, uint32_t lkey, uint64_t id) {
+	memset(r, 0, sizeof(*r));
+	r->qp = srq ? NULL : qp;
+	r->srq = srq;
+	r->sge.addr = addr;
+	r->sge.length = length;
+	r->sge.lkey = lkey;
+	for (int i = 0; i < RB_RBATCH; i++)
+		r->wr[i].wr_id = id;
+}
+
+// rb_rq_fill chains r's WRs and posts n receives.
+int rb_rq_fill(rb_ctl *c, rb_rq *r, int n) {
+	for (int i = 0; i < RB_RBATCH; i++) {
+		r->wr[i].sg_list = &r->sge;
+		r->wr[i].num_sge = r->sge.length ? 1 : 0;
+		r->wr[i].next = i + 1 < RB_RBATCH ? &r->wr[i + 1] : NULL;
+	}
+	r->pending = 0;
+	while (n > 0) {
+		int k = n < RB_RBATCH ? n : RB_RBATCH;
+		if (rb_rq_post(c, r, k) != 0)
+			return c->status;
+		n -= k;
+	}
+	return 0;
+}
+
+static int rb_rq_flush(rb_ctl *c, rb_rq *r) {
+	int k = r->pending;
+	if (k == 0)
+		return 0;
+	r->pending = 0;
+	return rb_rq_post(c, r, k);
+}
+
+static inline int rb_rq_consumed(rb_ctl *c, rb_rq *r) {
+	if (++r->pending == RB_RBATCH)
+		return rb_rq_flush(c, r);
+	return 0;
+}
+
+static int rb_post(rb_ctl *c, struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *first) {
+	struct ibv_send_wr *bad = NULL;
+	int rc = ibv_post_send(qp, wr, &bad);
+	if (rc != 0) {
+		c->err = rc < 0 ? -rc : rc;
+		c->err_index = bad ? (int)(bad - first) : 0;
+		return rb_fail(c, RB_POST_SEND);
+	}
+	return 0;
+}
+
+// rb_sq_reap takes the send completions in wc (IDs are send sequence
+// numbers) into *covered and hands receive completions to rq (or fails on
+// them without one). Returns the receives seen, or -1.
+static int rb_take(rb_ctl *c, struct ibv_wc *wc, int got, uint64_t *covered, rb_rq *rq, int nrq) {
+	int recvs = 0;
+	for (int i = 0; i < got; i++) {
+		if (wc[i].opcode & IBV_WC_RECV) {
+			if (rq == NULL || wc[i].wr_id >= (uint64_t)nrq) {
+				rb_set_bad(c, &wc[i]);
+				rb_fail(c, RB_UNEXPECTED);
+				return -1;
+			}
+			if (rb_rq_consumed(c, &rq[wc[i].wr_id]) != 0)
+				return -1;
+			recvs++;
+		} else {
+			*covered = wc[i].wr_id + 1;
+		}
+	}
+	return recvs;
+}
+
+// rb_run_ping: see rdmatest's package documentation for what a sample is.
+int rb_run_ping(rb_ping *p) {
+	rb_ctl *c = &p->ctl;
+	struct ibv_wc wc[RB_POLL_BATCH];
+	int half = p->send_depth / 2 > 0 ? p->send_depth / 2 : 1;
+	uint64_t posted = 0, covered = 0;
+	uint8_t v = 0;
+	int what = p->mode == RB_PING_WRITE ? RB_WAIT_ECHO_BYTE : p->mode == RB_PING_RECV ? RB_WAIT_ANSWER : RB_WAIT_COMPLETION;
+
+	if (p->atomic != RB_ATOMIC_NONE && !p->have_base) {
+		// Read the counter with an operation that leaves it as it is
+		// (add 0; compare-and-swap 0 for 0), untimed: the start value.
+		p->wr.wr.atomic.compare_add = 0;
+		p->wr.wr.atomic.swap = 0;
+		p->wr.send_flags |= IBV_SEND_SIGNALED;
+		p->wr.wr_id = posted++;
+		if (rb_post(c, p->qp, &p->wr, &p->wr) != 0)
+			return c->status;
+		if (rb_wait_cq(c, p->cq, p->ch, wc, 1, rb_clock_ns(), what, 1) < 0)
+			return c->status;
+		covered = posted;
+		p->base = *p->result;
+		p->have_base = 1;
+		if (p->atomic == RB_ATOMIC_FADD)
+			p->wr.wr.atomic.compare_add = 1;
+	}
+	uint64_t base = p->base + p->done_before;
+	for (int64_t i = -p->warmup; i < p->iters; i++) {
+		uint64_t k = (uint64_t)(i + p->warmup); // operations of this run before this one
+		if (c->stop)
+			return rb_fail(c, RB_STOPPED);
+		if (p->mode != RB_PING_ROUND) {
+			// Room in the send queue: sends are signaled once every
+			// half depth, so this waits only when a whole half is
+			// unacknowledged.
+			while (posted - covered >= (uint64_t)p->send_depth - 1) {
+				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND,
+						     (int64_t)(posted - covered));
+				if (got < 0 || rb_take(c, wc, got, &covered, p->rq, 1) < 0)
+					return c->status;
+			}
+			if ((posted + 1) % half == 0)
+				p->wr.send_flags |= IBV_SEND_SIGNALED;
+			else
+				p->wr.send_flags &= ~IBV_SEND_SIGNALED;
+		}
+		if (p->atomic == RB_ATOMIC_CSWAP) {
+			p->wr.wr.atomic.compare_add = base + k;
+			p->wr.wr.atomic.swap = base + k + 1;
+		}
+		if (p->mode == RB_PING_WRITE) {
+			v = v % 255 + 1; // 1..255: never the initial 0
+			*p->out_last = v;
+		}
+		p->wr.wr_id = posted;
+		int64_t t0 = rb_clock_ns();
+		if (rb_post(c, p->qp, &p->wr, &p->wr) != 0)
+			return c->status;
+		posted++;
+		if (i == 0)
+			c->t_first = t0;
+		switch (p->mode) {
+		case RB_PING_WRITE:
+			for (unsigned spins = 1; *p->in_last != v; spins++) {
+				if (c->stop)
+					return rb_fail(c, RB_STOPPED);
+				if (spins % RB_CLOCK_EVERY == 0 && rb_clock_ns() - t0 > c->timeout_ns)
+					return rb_stalled(c, what, (int64_t)(posted - covered));
+			}
+			break;
+		case RB_PING_RECV:
+			for (int answered = 0; !answered;) {
+				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, t0, what, (int64_t)(posted - covered));
+				int recvs = got < 0 ? -1 : rb_take(c, wc, got, &covered, p->rq, 1);
+				if (recvs < 0)
+					return c->status;
+				answered = recvs > 0;
+			}
+			break;
+		default:
+			while (covered < posted) {
+				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, t0, what, (int64_t)(posted - covered));
+				if (got < 0 || rb_take(c, wc, got, &covered, NULL, 0) < 0)
+					return c->status;
+			}
+		}
+		int64_t t1 = rb_clock_ns();
+		p->done_before++;
+		if (i >= 0) {
+			rb_hist_add(&p->hist, p->halve ? (t1 - t0) / 2 : t1 - t0);
+			c->ops++;
+			c->t_last = t1;
+		}
+		if (p->atomic != RB_ATOMIC_NONE && *p->result != base + k) {
+			c->want = base + k;
+			c->got = *p->result;
+			c->at = k;
+			return rb_fail(c, RB_CHECK);
+		}
+		if (p->gap_ns > 0)
+			for (int64_t until = t1 + p->gap_ns; rb_clock_ns() < until;)
+				if (c->stop)
+					return rb_fail(c, RB_STOPPED);
+	}
+	return RB_OK;
+}
+
+// rb_idle tells whether a passive loop has waited longer than its limit;
+// it reads the clock once every RB_CLOCK_EVERY empty turns.
+static int rb_idle(rb_serve *s, unsigned *turns, int64_t *since) {
+	if (s->idle_ns <= 0 || ++*turns % RB_CLOCK_EVERY != 0)
+		return 0;
+	int64_t now = rb_clock_ns();
+	if (*since == 0)
+		*since = now;
+	return now - *since > s->idle_ns;
+}
+
+// rb_serve_answer posts one answer, after waiting for room; receives that
+// arrive meanwhile join the queue of immediates (n of them, from head).
+static int rb_serve_answer(rb_serve *s, uint64_t *posted, uint64_t *covered, struct ibv_wc *wc) {
+	rb_ctl *c = &s->ctl;
+	int half = s->send_depth / 2 > 0 ? s->send_depth / 2 : 1;
+	while (*posted - *covered >= (uint64_t)s->send_depth - 1) {
+		int got = rb_wait_cq(c, s->cq, NULL, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND, (int64_t)(*posted - *covered));
+		if (got < 0)
+			return -1;
+		for (int i = 0; i < got; i++) {
+			if (wc[i].opcode & IBV_WC_RECV) {
+				// Answered later: this loop runs again after the post.
+				if (s->ctl.recvs - s->ctl.ops >= s->imm_cap) {
+					rb_set_bad(c, &wc[i]);
+					return rb_fail(c, RB_UNEXPECTED);
+				}
+				s->imms[(s->ctl.recvs) % s->imm_cap] = (wc[i].wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc[i].imm_data) : 0;
+				s->ctl.recvs++;
+				if (rb_rq_consumed(c, &s->rq[s->nrq == 1 ? 0 : wc[i].wr_id % s->nrq]) != 0)
+					return -1;
+			} else {
+				*covered = wc[i].wr_id + 1;
+			}
+		}
+	}
+	if ((*posted + 1) % half == 0)
+		s->wr.send_flags |= IBV_SEND_SIGNALED;
+	else
+		s->wr.send_flags &= ~IBV_SEND_SIGNALED;
+	s->wr.wr_id = *posted;
+	if (rb_post(c, s->qp, &s->wr, &s->wr) != 0)
+		return -1;
+	(*posted)++;
+	return 0;
+}
+
+// rb_run_serve runs the passive side until the stop flag is set.
+int rb_run_serve(rb_serve *s) {
+	rb_ctl *c = &s->ctl;
+	struct ibv_wc wc[RB_POLL_BATCH];
+	uint64_t posted = 0, covered = 0;
+	uint8_t seen = 0;
+	unsigned turns = 0;
+	int64_t since = 0;
+	while (!c->stop) {
+		if (s->mode == RB_SERVE_WRITE_ECHO) {
+			uint8_t v = *s->in_last;
+			if (v == seen) {
+				if (rb_idle(s, &turns, &since))
+					return rb_fail(c, RB_IDLE);
+				continue;
+			}
+			seen = v;
+			since = 0;
+			*s->out_last = v;
+			if (rb_serve_answer(s, &posted, &covered, wc) != 0)
+				return c->status;
+			c->ops++;
+			continue;
+		}
+		int got = rb_poll_cq(c, s->cq, wc, RB_POLL_BATCH);
+		if (got < 0)
+			return c->status;
+		if (got == 0) {
+			for (int i = 0; i < s->nrq; i++)
+				if (rb_rq_flush(c, &s->rq[i]) != 0)
+					return c->status;
+			if (rb_idle(s, &turns, &since))
+				return rb_fail(c, RB_IDLE);
+			continue;
+		}
+		since = 0;
+		int64_t recvs = 0;
+		for (int i = 0; i < got; i++) {
+			if (!(wc[i].opcode & IBV_WC_RECV)) {
+				covered = wc[i].wr_id + 1;
+				continue;
+			}
+			uint64_t q = s->nrq == 1 ? 0 : wc[i].wr_id;
+			if (q >= (uint64_t)s->nrq) {
+				rb_set_bad(c, &wc[i]);
+				return rb_fail(c, RB_UNEXPECTED);
+			}
+			if (rb_rq_consumed(c, &s->rq[q]) != 0)
+				return c->status;
+			if (s->mode == RB_SERVE_RECV_ECHO) {
+				if (c->recvs - c->ops >= s->imm_cap) {
+					rb_set_bad(c, &wc[i]);
+					return rb_fail(c, RB_UNEXPECTED);
+				}
+				s->imms[c->recvs % s->imm_cap] = (wc[i].wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc[i].imm_data) : 0;
+			}
+			c->recvs++;
+			recvs++;
+		}
+		if (recvs > 0 && s->mode == RB_SERVE_SINK) {
+			int64_t now = rb_clock_ns();
+			if (c->t_recv_first == 0) {
+				c->t_recv_first = now;
+				c->recv_first = recvs;
+			}
+			c->t_recv_last = now;
+		}
+		while (s->mode == RB_SERVE_RECV_ECHO && c->ops < c->recvs) {
+			s->wr.imm_data = htonl(s->imms[c->ops % s->imm_cap]);
+			if (rb_serve_answer(s, &posted, &covered, wc) != 0)
+				return c->status;
+			c->ops++;
+		}
+	}
+	return RB_OK;
+}
+
+// rb_stream_reap processes completions: all there are (wait = 0) or at
+// least one (wait = 1, within the deadline).
+static int rb_stream_reap(rb_stream *s, int wait, int64_t outstanding) {
+	rb_ctl *c = &s->ctl;
+	struct ibv_wc wc[RB_POLL_BATCH];
+	int got = wait ? rb_wait_cq(c, s->cq, s->ch, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND, outstanding)
+		       : rb_poll_cq(c, s->cq, wc, RB_POLL_BATCH);
+	if (got < 0)
+		return -1;
+	if (got == 0) {
+		for (int i = 0; i < s->nrq; i++)
+			if (rb_rq_flush(c, &s->rq[i]) != 0)
+				return -1;
+		return 0;
+	}
+	int64_t now = rb_clock_ns();
+	for (int k = 0; k < got; k++) {
+		uint64_t id = wc[k].wr_id;
+		if (wc[k].opcode & IBV_WC_RECV) {
+			if (id >= (uint64_t)s->nrq) {
+				rb_set_bad(c, &wc[k]);
+				rb_fail(c, RB_UNEXPECTED);
+				return -1;
+			}
+			if (rb_rq_consumed(c, &s->rq[id]) != 0)
+				return -1;
+			c->recvs++;
+			continue;
+		}
+		uint64_t qi = (id & ~RB_MARKER) >> RB_SEQ_BITS;
+		if (qi >= (uint64_t)s->nqp) {
+			rb_set_bad(c, &wc[k]);
+			rb_fail(c, RB_UNEXPECTED);
+			return -1;
+		}
+		rb_sq *q = &s->sq[qi];
+		uint64_t seq = id & RB_SEQ_MASK;
+		q->done = seq + 1;
+		if (!(id & RB_MARKER))
+			rb_hist_add(&s->hist, now - q->posted_at[seq & q->mask]);
+	}
+	c->t_last = now;
+	return got;
+}
+
+static int64_t rb_stream_outstanding(rb_stream *s) {
+	int64_t n = 0;
+	for (int i = 0; i < s->nqp; i++)
+		n += (int64_t)(s->sq[i].posted - s->sq[i].done);
+	return n;
+}
+
+// rb_stream_post posts k WRs of QP qi's batch after waiting for room.
+static int rb_stream_post(rb_stream *s, int qi, int k) {
+	rb_ctl *c = &s->ctl;
+	rb_sq *q = &s->sq[qi];
+	while (q->posted - q->done + (uint64_t)k > (uint64_t)s->qd)
+		if (rb_stream_reap(s, 1, rb_stream_outstanding(s)) < 0)
+			return -1;
+	int64_t now = rb_clock_ns();
+	uint64_t sig = (uint64_t)s->signal, counters = (uint64_t)s->counters, stride = (uint64_t)s->stride;
+	for (int j = 0; j < k; j++) {
+		uint64_t seq = q->posted + (uint64_t)j;
+		struct ibv_send_wr *wr = &q->wrs[j];
+		wr->wr_id = (uint64_t)qi << RB_SEQ_BITS | seq;
+		wr->next = j + 1 < k ? &q->wrs[j + 1] : NULL;
+		if (counters > 1)
+			wr->wr.atomic.remote_addr = q->base + seq % counters * stride;
+		if (s->cswap) {
+			// Counter seq % counters has seen seq / counters swaps:
+			// expect that value, move it one up.
+			wr->wr.atomic.compare_add = seq / counters;
+			wr->wr.atomic.swap = seq / counters + 1;
+		}
+		if ((seq + 1) % sig == 0) {
+			wr->send_flags |= IBV_SEND_SIGNALED;
+			q->posted_at[seq & q->mask] = now;
+			q->last_signal = seq + 1;
+		} else {
+			wr->send_flags &= ~IBV_SEND_SIGNALED;
+		}
+	}
+	if (c->t_first == 0)
+		c->t_first = now;
+	if (rb_post(c, q->qp, &q->wrs[0], &q->wrs[0]) != 0)
+		return -1;
+	q->posted += (uint64_t)k;
+	c->ops += k;
+	return rb_stream_reap(s, 0, 0) < 0 ? -1 : 0;
+}
+
+// rb_run_stream: see Stream in rdmatest for what is timed.
+int rb_run_stream(rb_stream *s) {
+	rb_ctl *c = &s->ctl;
+	if (s->gate && !s->opens_gate) {
+		int64_t t0 = rb_clock_ns();
+		for (unsigned spins = 1; *s->gate == 0; spins++) {
+			if (c->stop)
+				return rb_fail(c, RB_STOPPED);
+			if (spins % RB_CLOCK_EVERY == 0 && rb_clock_ns() - t0 > c->timeout_ns)
+				return rb_stalled(c, RB_WAIT_GATE, 0);
+		}
+	}
+	if (s->gate && s->opens_gate)
+		*s->gate = 1;
+	int qi = 0;
+	for (int64_t left = s->n; left > 0;) {
+		if (c->stop)
+			return rb_fail(c, RB_STOPPED);
+		int k = left < s->batch ? (int)left : s->batch;
+		if (rb_stream_post(s, qi, k) != 0)
+			return c->status;
+		left -= k;
+		qi = (qi + 1) % s->nqp;
+	}
+	// Every QP's last WR must be signaled, so that its completion covers
+	// all before it: post a marker where it is not.
+	for (int i = 0; i < s->nqp; i++) {
+		rb_sq *q = &s->sq[i];
+		if (q->last_signal == q->posted)
+			continue;
+		while (q->posted - q->done + 1 > (uint64_t)s->send_depth)
+			if (rb_stream_reap(s, 1, rb_stream_outstanding(s)) < 0)
+				return c->status;
+		q->marker.wr_id = RB_MARKER | (uint64_t)i << RB_SEQ_BITS | q->posted;
+		q->marker.next = NULL;
+		if (rb_post(c, q->qp, &q->marker, &q->marker) != 0)
+			return c->status;
+		q->posted++;
+		q->last_signal = q->posted;
+	}
+	for (int64_t out; (out = rb_stream_outstanding(s)) > 0;)
+		if (rb_stream_reap(s, 1, out) < 0)
+			return c->status;
+	// A bidir stream's side keeps its receives stocked until the other
+	// side's messages have all arrived.
+	while (c->recvs < s->expect_recvs)
+		if (rb_stream_reap(s, 1, 0) < 0)
+			return c->status;
+	return RB_OK;
+}

@@ -1,0 +1,426 @@
+package verbs
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"os"
+	"time"
+	"unsafe"
+)
+
+// # Timed loops
+//
+// The loops that measure run in C (loop.c): Go describes a loop (a
+// PingConfig, ServeConfig or StreamConfig), NewPing/NewServe/NewStream
+// check it and build it in C memory, and one Run call runs the whole
+// measured region — no cgo call, Go code or allocation per operation.
+// Samples go straight into a counts array laid out as hdrhistogram-go's
+// (see HistGeometry), which the caller imports after the run. Each loop
+// is bounded by a stop flag (Stop, safe from any goroutine) and by the
+// deadline of every single wait (Timeout, checked every 1024 empty polls
+// or spins rather than by reading the clock on every poll). Close waits
+// until Run has returned before it frees anything.
+//
+// Clock: CLOCK_MONOTONIC through the vDSO (clock_gettime), in
+// nanoseconds — the clock Go's time.Now uses for its monotonic reading.
+// perftest reads the TSC (rdtsc) and converts with a calibrated MHz; the
+// two agree to well within the 0.1% of the histogram.
+
+// HistGeometry is the geometry of an HDR histogram (hdrhistogram-go's New
+// arguments) and the bucket arithmetic derived from it.
+type HistGeometry struct {
+	Lowest, Highest int64
+	SigFigs         int
+
+	unitMagnitude, halfCountMagnitude int32
+	halfCount, subBucketMask          int64
+	countsLen                         int
+}
+
+// NewHistGeometry computes the counts layout of hdrhistogram-go's
+// New(lowest, highest, sigfigs) (hdr.go: geometryMagnitudes,
+// newExactGeometry). lowest must be ≥ 1, sigfigs 1..5, highest ≥ 2·lowest.
+func NewHistGeometry(lowest, highest int64, sigfigs int) (HistGeometry, error) {
+	if lowest < 1 || sigfigs < 1 || sigfigs > 5 || highest < 2*lowest {
+		return HistGeometry{}, fmt.Errorf("verbs: histogram geometry lowest %d, highest %d, %d significant figures: need lowest ≥ 1, highest ≥ 2·lowest, 1..5 figures", lowest, highest, sigfigs)
+	}
+	g := HistGeometry{Lowest: lowest, Highest: highest, SigFigs: sigfigs}
+	largest := 2 * math.Pow10(sigfigs)
+	subBucketCountMagnitude := int32(math.Ceil(math.Log2(largest)))
+	g.halfCountMagnitude = max(subBucketCountMagnitude, 1) - 1
+	g.unitMagnitude = int32(bits.Len64(uint64(lowest))) - 1
+	subBucketCount := int64(1) << (g.halfCountMagnitude + 1)
+	g.halfCount = subBucketCount / 2
+	g.subBucketMask = (subBucketCount - 1) << g.unitMagnitude
+	smallestUntrackable := subBucketCount << g.unitMagnitude
+	buckets := 1
+	for smallestUntrackable < highest {
+		if smallestUntrackable > math.MaxInt64/2 {
+			buckets++
+			break
+		}
+		smallestUntrackable <<= 1
+		buckets++
+	}
+	g.countsLen = (buckets + 1) * int(g.halfCount)
+	return g, nil
+}
+
+// CountsLen is the length of the counts array.
+func (g HistGeometry) CountsLen() int { return g.countsLen }
+
+// LoopStatus is how a loop ended.
+type LoopStatus int32
+
+// Loop outcomes (loop.h).
+const (
+	LoopOK         LoopStatus = iota
+	LoopStopped               // the stop flag was set before the work was done
+	LoopStalled               // a wait passed its deadline
+	LoopPostSend              // ibv_post_send failed
+	LoopPostRecv              // ibv_post_recv failed
+	LoopPoll                  // ibv_poll_cq failed
+	LoopWC                    // a completion with an error status
+	LoopUnexpected            // a completion the loop cannot place
+	LoopCheck                 // a returned value differs from the expected one
+	LoopEvent                 // the completion channel failed
+	LoopIdle                  // a passive loop saw no request within its timeout
+)
+
+// ErrStopped is the error of a loop that was stopped before its work was
+// done.
+var ErrStopped = errors.New("verbs: loop stopped")
+
+// waitNames are loop.h's RB_WAIT_* in words.
+var waitNames = []string{
+	"nothing",
+	"the peer's RDMA WRITE to change the last byte of our buffer",
+	"the answer of the passive side (a receive completion)",
+	"the completion of our own READ or atomic operation",
+	"completions of our own sends (room in the send queue)",
+	"the start of the stream we start together with",
+}
+
+// LoopError is a loop that ended without doing its work.
+type LoopError struct {
+	Loop        string // "ping", "serve", "stream"
+	Status      LoopStatus
+	Waiting     string        // LoopStalled: what the loop waited for
+	Timeout     time.Duration // LoopStalled, LoopIdle
+	Outstanding int64         // WRs outstanding when it failed
+	Errno       error         // LoopPostSend/Recv: the *PostError; LoopEvent: the errno
+	WC          WC            // LoopWC, LoopUnexpected
+	Want, Got   uint64        // LoopCheck
+	At          uint64        // LoopCheck: the operation's index
+}
+
+func (e *LoopError) Error() string {
+	p := "verbs: " + e.Loop + " loop: "
+	switch e.Status {
+	case LoopStopped:
+		return p + "stopped before its work was done"
+	case LoopStalled:
+		return fmt.Sprintf("%sdeadline %v exceeded waiting for %s; %d WRs outstanding", p, e.Timeout, e.Waiting, e.Outstanding)
+	case LoopIdle:
+		return fmt.Sprintf("%sno request from the requester within %v", p, e.Timeout)
+	case LoopPostSend, LoopPostRecv, LoopEvent:
+		return p + e.Errno.Error()
+	case LoopPoll:
+		return p + "ibv_poll_cq failed"
+	case LoopWC:
+		return p + e.WC.Err().Error()
+	case LoopUnexpected:
+		return fmt.Sprintf("%sunexpected completion wr_id=%d opcode=%s qpn=%#x", p, e.WC.ID, e.WC.Opcode, e.WC.QPN)
+	case LoopCheck:
+		return fmt.Sprintf("%soperation %d returned %d, expected %d", p, e.At, e.Got, e.Want)
+	}
+	return fmt.Sprintf("%sstatus %d", p, e.Status)
+}
+
+// Unwrap gives ErrStopped, os.ErrDeadlineExceeded (stalled or idle), the
+// *PostError, or the *WCError behind the loop's failure.
+func (e *LoopError) Unwrap() error {
+	switch e.Status {
+	case LoopStopped:
+		return ErrStopped
+	case LoopStalled, LoopIdle:
+		return os.ErrDeadlineExceeded
+	case LoopPostSend, LoopPostRecv, LoopEvent:
+		return e.Errno
+	case LoopWC:
+		return e.WC.Err()
+	}
+	return nil
+}
+
+// LoopResult is what a loop measured.
+type LoopResult struct {
+	// Ops is the operations completed: round trips (ping), messages posted
+	// (stream), answers sent (serve echo modes).
+	Ops int64
+	// First and Last are the CLOCK_MONOTONIC times (ns) of the first
+	// measured post and of the last completion (stream) or answer (ping).
+	First, Last int64
+	// Recvs counts receive completions (passive side; bidir streams);
+	// RecvFirst is how many the first poll with any returned, at RecvT0;
+	// RecvT1 is when the last poll with receives returned (sink).
+	Recvs, RecvFirst int64
+	RecvT0, RecvT1   int64
+	// Samples and Overflow count the recorded samples and those above the
+	// histogram's highest value (recorded as the highest).
+	Samples, Overflow int64
+}
+
+// Elapsed is Last − First: the loop's own measured time.
+func (r LoopResult) Elapsed() time.Duration { return time.Duration(r.Last - r.First) }
+
+// ByteAt names one byte of a Buffer.
+type ByteAt struct {
+	Buf *Buffer
+	Off int
+}
+
+func (b ByteAt) addr(what string, n int) (unsafe.Pointer, error) {
+	if b.Buf == nil {
+		return nil, fmt.Errorf("verbs: %s: no buffer", what)
+	}
+	m, err := b.Buf.slice(b.Off, n)
+	if err != nil {
+		return nil, fmt.Errorf("verbs: %s: %w", what, err)
+	}
+	return unsafe.Pointer(&m[0]), nil
+}
+
+// PingMode is what the requester of a latency loop waits for.
+type PingMode int32
+
+// Ping modes.
+const (
+	// PingWrite: RDMA WRITE, then spin until the peer's WRITE changes the
+	// last byte of our buffer (perftest ib_write_lat).
+	PingWrite PingMode = iota + 1
+	// PingRecv: SEND (or WRITE_WITH_IMM), then wait for the answer's
+	// receive completion (ib_send_lat).
+	PingRecv
+	// PingRound: READ or atomic, then wait for its own completion
+	// (ib_read_lat, ib_atomic_lat).
+	PingRound
+)
+
+// PingConfig describes the requester of a latency loop.
+type PingConfig struct {
+	QP   *QP
+	CQ   *CQ
+	Mode PingMode
+	// WR is the operation (its ID and signaled flag are the loop's).
+	WR SendWR
+	// SendDepth is the QP's send queue depth: in PingWrite and PingRecv
+	// one send in SendDepth/2 is signaled, as in perftest.
+	SendDepth int
+	// Halve records half of each round trip (SEND and WRITE ping-pong).
+	Halve bool
+	// Recv (PingRecv) is where answers land; RecvDepth receives are kept
+	// posted on QP.
+	Recv      SGE
+	RecvDepth int
+	// InLast and OutLast (PingWrite) are the byte the answer changes and
+	// the byte our message carries.
+	InLast, OutLast ByteAt
+	// Result (atomics) is where the returned 8 bytes land: every returned
+	// value is checked (fetch-and-add of 1, or compare-and-swap from v to
+	// v+1, each returning start + k for operation k).
+	Result ByteAt
+	// Iters is the measured operations; Warmup runs first, unrecorded.
+	Iters, Warmup int64
+	// Gap is idle time after each round trip (perftest --latency_gap).
+	Gap     time.Duration
+	Timeout time.Duration
+	Hist    HistGeometry
+}
+
+// ServeMode is the passive side's role.
+type ServeMode int32
+
+// Serve modes.
+const (
+	// ServeWriteEcho spins on the last byte of InLast's buffer and writes
+	// each new value back with WR.
+	ServeWriteEcho ServeMode = iota + 1
+	// ServeRecvEcho answers every receive with WR, carrying back the
+	// receive's immediate data.
+	ServeRecvEcho
+	// ServeSink reposts every receive and counts them.
+	ServeSink
+)
+
+// ServeConfig describes a passive side.
+type ServeConfig struct {
+	Mode ServeMode
+	CQ   *CQ
+	// QPs are the side's QPs (receive WR IDs are their indexes); with
+	// SRQ, receives are posted there instead.
+	QPs []*QP
+	SRQ *SRQ
+	// Recv is where the receives of each QP land (one SGE per QP; with
+	// an SRQ only Recv[0] is used); RecvDepth receives are kept posted
+	// per QP (or on the SRQ).
+	Recv      []SGE
+	RecvDepth int
+	// WR is the answer (echo modes), posted on QPs[0]; SendDepth its
+	// send queue depth.
+	WR        SendWR
+	SendDepth int
+	// InLast, OutLast: ServeWriteEcho's bytes.
+	InLast, OutLast ByteAt
+	// Idle ends the loop with a *LoopError (os.ErrDeadlineExceeded) after
+	// that long without a request; 0 = never.
+	Idle time.Duration
+	// Timeout is the deadline of every single wait (room to answer).
+	Timeout time.Duration
+}
+
+// StreamQP is one QP of a stream.
+type StreamQP struct {
+	QP *QP
+	// WR is the template of every message (flags other than signaled and
+	// inline are kept; ID and signaled are the loop's).
+	WR SendWR
+	// Marker is the signaled WR posted after the last message when that
+	// one is not signaled, so that a completion covers the whole stream.
+	Marker SendWR
+}
+
+// StreamConfig describes the requester of a streaming loop.
+type StreamConfig struct {
+	CQ      *CQ
+	QPs     []StreamQP
+	Msgs    int64
+	QD      int // outstanding WRs per QP
+	Batch   int // WRs per post
+	Signal  int // one signaled WR in Signal
+	SendDep int // the QPs' send queue depth (room for the marker)
+	// Counters and Stride (atomics) rotate the remote address of WR k
+	// over Counters 8-byte counters Stride bytes apart.
+	Counters, Stride int
+	// CmpSwap makes WR k of a counter a compare-and-swap from k to k+1
+	// (counters start at 0), so that every swap really swaps.
+	CmpSwap bool
+	// Recv (one SGE per QP), RecvDepth: bidir streams of verbs that
+	// consume a receive repost the side's own receives (WR IDs = QP
+	// indexes) as their completions arrive on CQ; after its own messages
+	// the loop goes on until ExpectRecvs receives have arrived.
+	Recv        []SGE
+	RecvDepth   int
+	ExpectRecvs int64
+	Timeout     time.Duration
+	Hist        HistGeometry
+}
+
+func checkLoopCommon(what string, cq *CQ, timeout time.Duration) error {
+	if cq == nil || cq.id == 0 {
+		return fmt.Errorf("verbs: %s loop: no open CQ", what)
+	}
+	if timeout <= 0 {
+		return fmt.Errorf("verbs: %s loop: timeout %v must be positive", what, timeout)
+	}
+	return nil
+}
+
+func (c *PingConfig) check() error {
+	if err := checkLoopCommon("ping", c.CQ, c.Timeout); err != nil {
+		return err
+	}
+	switch {
+	case c.QP == nil || c.QP.id == 0:
+		return errors.New("verbs: ping loop: no open QP")
+	case c.Mode < PingWrite || c.Mode > PingRound:
+		return fmt.Errorf("verbs: ping loop: mode %d is not PingWrite, PingRecv or PingRound", c.Mode)
+	case c.Iters < 1 || c.Warmup < 0:
+		return fmt.Errorf("verbs: ping loop: %d iterations (must be ≥ 1), %d warm-up (must be ≥ 0)", c.Iters, c.Warmup)
+	case c.Mode != PingRound && c.SendDepth < 2:
+		return fmt.Errorf("verbs: ping loop: send depth %d must be at least 2", c.SendDepth)
+	case c.Mode == PingRecv && (c.RecvDepth < 1 || c.RecvDepth > c.QP.caps.MaxRecvWR):
+		return fmt.Errorf("verbs: ping loop: receive depth %d must be 1..%d (the QP's max_recv_wr)", c.RecvDepth, c.QP.caps.MaxRecvWR)
+	case c.Gap < 0:
+		return fmt.Errorf("verbs: ping loop: gap %v must not be negative", c.Gap)
+	}
+	if c.Hist.countsLen == 0 {
+		return errors.New("verbs: ping loop: no histogram geometry (NewHistGeometry)")
+	}
+	return validateSendWR(&c.WR, c.QP.transport, &c.QP.caps)
+}
+
+func (c *ServeConfig) check() error {
+	if err := checkLoopCommon("serve", c.CQ, c.Timeout); err != nil {
+		return err
+	}
+	if len(c.QPs) == 0 {
+		return errors.New("verbs: serve loop: no QPs")
+	}
+	for i, qp := range c.QPs {
+		if qp == nil || qp.id == 0 {
+			return fmt.Errorf("verbs: serve loop: QP %d is not open", i)
+		}
+	}
+	switch c.Mode {
+	case ServeWriteEcho:
+	case ServeRecvEcho, ServeSink:
+		if c.RecvDepth < 1 {
+			return fmt.Errorf("verbs: serve loop: receive depth %d must be at least 1", c.RecvDepth)
+		}
+		if len(c.Recv) != len(c.QPs) {
+			return fmt.Errorf("verbs: serve loop: %d receive SGEs for %d QPs", len(c.Recv), len(c.QPs))
+		}
+	default:
+		return fmt.Errorf("verbs: serve loop: mode %d is not ServeWriteEcho, ServeRecvEcho or ServeSink", c.Mode)
+	}
+	if c.Mode != ServeSink {
+		if c.SendDepth < 2 {
+			return fmt.Errorf("verbs: serve loop: send depth %d must be at least 2", c.SendDepth)
+		}
+		return validateSendWR(&c.WR, c.QPs[0].transport, &c.QPs[0].caps)
+	}
+	return nil
+}
+
+func (c *StreamConfig) check() error {
+	if err := checkLoopCommon("stream", c.CQ, c.Timeout); err != nil {
+		return err
+	}
+	switch {
+	case len(c.QPs) == 0:
+		return errors.New("verbs: stream loop: no QPs")
+	case c.Msgs < 1:
+		return fmt.Errorf("verbs: stream loop: %d messages (must be ≥ 1)", c.Msgs)
+	case c.QD < 1 || c.Batch < 1 || c.Batch > c.QD || c.Signal < 1 || c.Signal > c.QD:
+		return fmt.Errorf("verbs: stream loop: qd %d, batch %d, signal %d: need 1 ≤ batch ≤ qd and 1 ≤ signal ≤ qd", c.QD, c.Batch, c.Signal)
+	case c.SendDep <= c.QD:
+		return fmt.Errorf("verbs: stream loop: send depth %d must exceed qd %d (room for the marker)", c.SendDep, c.QD)
+	case c.Counters < 0 || (c.Counters > 1 && c.Stride < 8):
+		return fmt.Errorf("verbs: stream loop: %d counters with stride %d: need stride ≥ 8", c.Counters, c.Stride)
+	case c.RecvDepth < 0 || c.ExpectRecvs < 0:
+		return fmt.Errorf("verbs: stream loop: receive depth %d and expected receives %d must not be negative", c.RecvDepth, c.ExpectRecvs)
+	case c.RecvDepth > 0 && len(c.Recv) != len(c.QPs):
+		return fmt.Errorf("verbs: stream loop: %d receive SGEs for %d QPs", len(c.Recv), len(c.QPs))
+	}
+	if c.Hist.countsLen == 0 {
+		return errors.New("verbs: stream loop: no histogram geometry (NewHistGeometry)")
+	}
+	for i, q := range c.QPs {
+		if q.QP == nil || q.QP.id == 0 {
+			return fmt.Errorf("verbs: stream loop: QP %d is not open", i)
+		}
+		if c.Batch > q.QP.caps.MaxSendWR {
+			return fmt.Errorf("verbs: stream loop: batch %d exceeds QP %d's max_send_wr %d", c.Batch, i, q.QP.caps.MaxSendWR)
+		}
+		if err := validateSendWR(&c.QPs[i].WR, q.QP.transport, &q.QP.caps); err != nil {
+			return fmt.Errorf("verbs: stream loop: QP %d: %w", i, err)
+		}
+		if err := validateSendWR(&c.QPs[i].Marker, q.QP.transport, &q.QP.caps); err != nil {
+			return fmt.Errorf("verbs: stream loop: QP %d's marker: %w", i, err)
+		}
+	}
+	return nil
+}

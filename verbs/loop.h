@@ -1,0 +1,162 @@
+// loop.h: the timed loops of rdmabench, in C (loop.c), and what Go hands
+// them. Go allocates every structure below in C memory (never Go memory),
+// fills it before the run, calls one rb_run_* function per run, and reads
+// the outcome and the histogram after it returns. Nothing is allocated,
+// and no system call of ours is made, inside a loop (event mode aside:
+// waiting on a completion channel is a system call by definition).
+#ifndef RB_LOOP_H
+#define RB_LOOP_H
+
+#include "rb.h"
+
+// rb_hist is an HDR histogram's counts array with hdrhistogram-go's exact
+// geometry (bucket arithmetic of its countsIndexFor): Go imports the counts
+// with hdrhistogram.Import after the run.
+typedef struct {
+	int64_t *counts;
+	int64_t len;
+	int64_t sub_bucket_mask;
+	int32_t unit_magnitude, half_count_magnitude;
+	int64_t half_count;
+	int64_t lowest, highest; // values are clamped into this range
+	int64_t total, overflow; // samples recorded; samples above highest
+} rb_hist;
+
+// Outcomes of a loop (rb_ctl.status).
+enum {
+	RB_OK = 0,
+	RB_STOPPED,    // the stop flag was set before the work was done
+	RB_STALLED,    // a wait passed its deadline (rb_ctl.waiting says which)
+	RB_POST_SEND,  // ibv_post_send failed: err, err_index
+	RB_POST_RECV,  // ibv_post_recv / ibv_post_srq_recv failed: err, err_index
+	RB_POLL,       // ibv_poll_cq returned a negative count
+	RB_WC,         // a completion with an error status: bad
+	RB_UNEXPECTED, // a completion the loop cannot place: bad
+	RB_CHECK,      // a returned value differs from the expected one: want, got, at
+	RB_EVENT,      // the completion channel failed: err
+	RB_IDLE,       // a passive loop saw no request for timeout_ns
+};
+
+// What a stalled loop was waiting for (rb_ctl.waiting).
+enum {
+	RB_WAIT_NONE = 0,
+	RB_WAIT_ECHO_BYTE,   // the peer's WRITE changing the last byte of our buffer
+	RB_WAIT_ANSWER,      // a receive completion answering our message
+	RB_WAIT_COMPLETION,  // the completion of our own READ or atomic
+	RB_WAIT_SEND,        // completions of our own sends (room in the send queue)
+	RB_WAIT_GATE,        // the start of the stream we start together with
+};
+
+// rb_ctl is the part every loop shares: the stop flag Go sets, the
+// deadline of every single wait, and the outcome.
+typedef struct {
+	volatile int32_t stop;
+	int32_t status, err, err_index, waiting, pad;
+	int64_t timeout_ns;
+	int64_t outstanding;       // WRs outstanding when the loop failed
+	rb_wc bad;                 // RB_WC, RB_UNEXPECTED
+	uint64_t want, got, at;    // RB_CHECK: expected, found, operation index
+	int64_t t_first, t_last;   // first post and last completion, CLOCK_MONOTONIC ns
+	int64_t ops;               // operations completed (messages, round trips)
+	int64_t recvs;             // receive completions seen (passive side)
+	int64_t recv_first;        // how many the first poll with receives returned
+	int64_t t_recv_first, t_recv_last; // when polls first and last returned receives
+} rb_ctl;
+
+// rb_rq keeps one receive queue (a QP's, or an SRQ when srq is set)
+// stocked: every receive WR points at the same SGE and carries id in its
+// wr_id; consumed receives are reposted RB_RBATCH at a time.
+#define RB_RBATCH 64
+typedef struct {
+	struct ibv_qp *qp;
+	struct ibv_srq *srq;
+	struct ibv_recv_wr wr[RB_RBATCH];
+	struct ibv_sge sge;
+	int32_t pending, pad;
+} rb_rq;
+
+// Ping-pong requester modes.
+enum { RB_PING_WRITE = 1, RB_PING_RECV, RB_PING_ROUND };
+// Atomic checks of a round trip.
+enum { RB_ATOMIC_NONE = 0, RB_ATOMIC_FADD, RB_ATOMIC_CSWAP };
+
+// rb_ping is the requester of a latency run: one operation at a time on
+// one QP, one sample per operation.
+typedef struct {
+	rb_ctl ctl;
+	rb_hist hist;
+	struct ibv_cq *cq;
+	struct ibv_comp_channel *ch; // event mode when set
+	struct ibv_qp *qp;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+	rb_rq *rq;                   // RB_PING_RECV: the requester's receives
+	int32_t mode, halve, send_depth, atomic;
+	volatile uint8_t *in_last;   // RB_PING_WRITE: the byte the answer changes
+	uint8_t *out_last;           // RB_PING_WRITE: the byte we change
+	volatile uint64_t *result;   // atomics: where the returned value lands
+	int64_t iters, warmup, gap_ns;
+	uint64_t base;               // atomics: the counter's value before the first operation
+	uint64_t done_before;        // atomics: operations of earlier runs (Warm)
+	int32_t have_base, pad;
+} rb_ping;
+
+// Passive-side modes.
+enum { RB_SERVE_WRITE_ECHO = 1, RB_SERVE_RECV_ECHO, RB_SERVE_SINK };
+
+// rb_serve is the passive side of a run: it answers or absorbs what the
+// requester sends until the stop flag is set.
+typedef struct {
+	rb_ctl ctl;
+	struct ibv_cq *cq;
+	rb_rq *rq;                   // receive queues (per QP, or one SRQ)
+	int32_t nrq, mode;
+	struct ibv_qp *qp;           // echo modes: the QP answers go out on
+	struct ibv_send_wr wr;       // echo modes: the answer
+	struct ibv_sge sge;
+	int32_t send_depth, imm_cap; // imm_cap: room in imms (≥ receives posted)
+	uint32_t *imms;              // RB_SERVE_RECV_ECHO: immediates still to answer
+	volatile uint8_t *in_last;   // RB_SERVE_WRITE_ECHO
+	uint8_t *out_last;
+	int64_t idle_ns;             // give up after this long without a request (0: never)
+} rb_serve;
+
+// rb_sq is one QP of a stream.
+typedef struct {
+	struct ibv_qp *qp;
+	struct ibv_send_wr *wrs;     // batch WRs (and their SGEs), reused
+	struct ibv_sge *sges;
+	struct ibv_send_wr marker;   // the completion marker (see Stream in rdmatest)
+	struct ibv_sge marker_sge;
+	uint64_t posted, done, last_signal;
+	int64_t *posted_at;          // ring of post times of signaled WRs
+	uint64_t mask;
+	uint64_t base;               // remote address of counter 0 (atomics)
+} rb_sq;
+
+// rb_stream is the requester of a streaming run: n messages over nqp QPs,
+// qd outstanding per QP, batch WRs per post, one in signal signaled.
+typedef struct {
+	rb_ctl ctl;
+	rb_hist hist;
+	struct ibv_cq *cq;
+	struct ibv_comp_channel *ch;
+	rb_sq *sq;
+	int32_t nqp, qd, batch, signal, counters, stride, send_depth, cswap;
+	rb_rq *rq;                   // bidir SEND: the side's own receives (indexed by wr_id)
+	int32_t nrq, opens_gate;
+	volatile int32_t *gate;      // start together: wait until *gate != 0, or open it
+	int32_t gate_word, pad;      // the gate a leading stream opens
+	int64_t n;
+	int64_t expect_recvs;        // bidir: receives to see before the loop ends
+} rb_stream;
+
+int rb_run_ping(rb_ping *p);
+int rb_run_serve(rb_serve *s);
+int rb_run_stream(rb_stream *s);
+void rb_rq_init(rb_rq *r, struct ibv_qp *qp, struct ibv_srq *srq, uint64_t addr, uint32_t length, uint32_t lkey, uint64_t id);
+int rb_rq_fill(rb_ctl *c, rb_rq *r, int n);
+void rb_hist_add(rb_hist *h, int64_t v);
+int64_t rb_clock_ns(void);
+
+#endif

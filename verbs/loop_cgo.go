@@ -1,0 +1,425 @@
+//go:build linux && cgo
+
+package verbs
+
+/*
+#cgo CFLAGS: -O2 -Wall -Wextra -Werror
+#include <stdlib.h>
+#include "loop.h"
+
+static void rb_ping_set_wr(rb_ping *p, const rb_send_wr *w) { rb_fill_send_wr(&p->wr, &p->sge, w); }
+static void rb_serve_set_wr(rb_serve *s, const rb_send_wr *w) { rb_fill_send_wr(&s->wr, &s->sge, w); }
+static void rb_sq_set_wr(rb_sq *q, int i, const rb_send_wr *w) { rb_fill_send_wr(&q->wrs[i], &q->sges[4 * i], w); }
+static void rb_sq_set_marker(rb_sq *q, const rb_send_wr *w) { rb_fill_send_wr(&q->marker, &q->marker_sge, w); }
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// Loop is a timed loop built in C memory (see NewPing, NewServe,
+// NewStream). Run runs it once; Stop may be called from any goroutine;
+// Close frees it, after Run has returned.
+type Loop struct {
+	kind    string
+	id      uint64
+	timeout time.Duration
+
+	ctl    *C.rb_ctl
+	hist   *C.rb_hist // nil for a passive side
+	ping   *C.rb_ping
+	serve  *C.rb_serve
+	stream *C.rb_stream
+	frees  []unsafe.Pointer // C allocations, freed by Close
+
+	mu      sync.Mutex
+	running bool
+	ran     bool
+	done    chan struct{} // closed when Run returns
+}
+
+func (l *Loop) alloc(n, size int) unsafe.Pointer {
+	p := C.calloc(C.size_t(n), C.size_t(size))
+	if p == nil {
+		panic("verbs: out of C memory")
+	}
+	l.frees = append(l.frees, p)
+	return p
+}
+
+func (l *Loop) setHist(h *C.rb_hist, g HistGeometry) {
+	setHist(h, g, l.alloc(g.countsLen, 8))
+	l.hist = h
+}
+
+// setHist gives h the geometry g and the counts array counts (CountsLen
+// zeroed entries, in C memory).
+func setHist(h *C.rb_hist, g HistGeometry, counts unsafe.Pointer) {
+	h.counts = (*C.int64_t)(counts)
+	h.len = C.int64_t(g.countsLen)
+	h.sub_bucket_mask = C.int64_t(g.subBucketMask)
+	h.unit_magnitude = C.int32_t(g.unitMagnitude)
+	h.half_count_magnitude = C.int32_t(g.halfCountMagnitude)
+	h.half_count = C.int64_t(g.halfCount)
+	h.lowest, h.highest = C.int64_t(g.Lowest), C.int64_t(g.Highest)
+}
+
+func cSendWR(w *SendWR) *C.rb_send_wr { return (*C.rb_send_wr)(unsafe.Pointer(w)) }
+
+// newRQ builds one receive ring per QP (or one for the SRQ) and posts
+// depth receives on each.
+func (l *Loop) newRQ(qps []*QP, srq *SRQ, sges []SGE, depth int) (*C.rb_rq, C.int32_t, error) {
+	n := len(qps)
+	if srq != nil {
+		n = 1
+	}
+	rqs := (*C.rb_rq)(l.alloc(n, int(C.sizeof_rb_rq)))
+	for i := range n {
+		r := (*C.rb_rq)(unsafe.Add(unsafe.Pointer(rqs), i*int(C.sizeof_rb_rq)))
+		var csrq *C.struct_ibv_srq
+		if srq != nil {
+			csrq = srq.c.srq
+		}
+		sge := sges[i]
+		C.rb_rq_init(r, qps[i].c.qp, csrq, C.uint64_t(sge.Addr), C.uint32_t(sge.Length), C.uint32_t(sge.LKey), C.uint64_t(i))
+		if C.rb_rq_fill(l.ctl, r, C.int(depth)) != 0 {
+			return nil, 0, l.err()
+		}
+	}
+	return rqs, C.int32_t(n), nil
+}
+
+func (l *Loop) start(kind string, timeout time.Duration, owners ...uint64) {
+	l.kind, l.timeout, l.done = kind, timeout, make(chan struct{})
+	l.ctl.timeout_ns = C.int64_t(timeout.Nanoseconds())
+	l.id = track(KindLoop, owners...)
+}
+
+// NewPing builds the requester of a latency loop (see PingConfig). For
+// PingRecv it posts the receives now.
+func NewPing(cfg PingConfig) (*Loop, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	l := &Loop{}
+	p := (*C.rb_ping)(l.alloc(1, int(C.sizeof_rb_ping)))
+	l.ping, l.ctl = p, &p.ctl
+	l.setHist(&p.hist, cfg.Hist)
+	p.cq, p.qp = cfg.CQ.c.cq, cfg.QP.c.qp
+	if cfg.CQ.ch != nil {
+		p.ch = cfg.CQ.ch.c.ch
+	}
+	wr := cfg.WR
+	C.rb_ping_set_wr(p, cSendWR(&wr))
+	p.mode, p.send_depth = C.int32_t(cfg.Mode), C.int32_t(cfg.SendDepth)
+	if cfg.Halve {
+		p.halve = 1
+	}
+	p.iters, p.warmup, p.gap_ns = C.int64_t(cfg.Iters), C.int64_t(cfg.Warmup), C.int64_t(cfg.Gap.Nanoseconds())
+	var err error
+	switch cfg.Mode {
+	case PingWrite:
+		var in, out unsafe.Pointer
+		if in, err = cfg.InLast.addr("ping loop's InLast", 1); err == nil {
+			out, err = cfg.OutLast.addr("ping loop's OutLast", 1)
+		}
+		p.in_last, p.out_last = (*C.uint8_t)(in), (*C.uint8_t)(out)
+	case PingRecv:
+		p.rq, _, err = l.newRQ([]*QP{cfg.QP}, nil, []SGE{cfg.Recv}, cfg.RecvDepth)
+	}
+	if err == nil && (cfg.WR.Op == OpFetchAdd || cfg.WR.Op == OpCmpSwap) {
+		var res unsafe.Pointer
+		res, err = cfg.Result.addr("ping loop's Result", 8)
+		p.result = (*C.uint64_t)(res)
+		p.atomic = C.RB_ATOMIC_FADD
+		if cfg.WR.Op == OpCmpSwap {
+			p.atomic = C.RB_ATOMIC_CSWAP
+		}
+	}
+	if err != nil {
+		l.free()
+		return nil, err
+	}
+	l.start("ping", cfg.Timeout, cfg.QP.id, cfg.CQ.id)
+	return l, nil
+}
+
+// NewServe builds a passive side (see ServeConfig) and posts its receives.
+func NewServe(cfg ServeConfig) (*Loop, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	l := &Loop{}
+	s := (*C.rb_serve)(l.alloc(1, int(C.sizeof_rb_serve)))
+	l.serve, l.ctl = s, &s.ctl
+	s.cq, s.mode, s.qp = cfg.CQ.c.cq, C.int32_t(cfg.Mode), cfg.QPs[0].c.qp
+	s.idle_ns = C.int64_t(cfg.Idle.Nanoseconds())
+	var err error
+	if cfg.Mode != ServeSink {
+		wr := cfg.WR
+		C.rb_serve_set_wr(s, cSendWR(&wr))
+		s.send_depth = C.int32_t(cfg.SendDepth)
+	}
+	switch cfg.Mode {
+	case ServeWriteEcho:
+		var in, out unsafe.Pointer
+		if in, err = cfg.InLast.addr("serve loop's InLast", 1); err == nil {
+			out, err = cfg.OutLast.addr("serve loop's OutLast", 1)
+		}
+		s.in_last, s.out_last = (*C.uint8_t)(in), (*C.uint8_t)(out)
+	default:
+		s.rq, s.nrq, err = l.newRQ(cfg.QPs, cfg.SRQ, cfg.Recv, cfg.RecvDepth)
+		// Every posted receive may need an answer queued.
+		s.imm_cap = C.int32_t(int(s.nrq) * cfg.RecvDepth)
+		s.imms = (*C.uint32_t)(l.alloc(int(s.imm_cap), 4))
+	}
+	if err != nil {
+		l.free()
+		return nil, err
+	}
+	l.start("serve", cfg.Timeout, cfg.QPs[0].id, cfg.CQ.id)
+	return l, nil
+}
+
+// NewStream builds the requester of a streaming loop (see StreamConfig).
+func NewStream(cfg StreamConfig) (*Loop, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	l := &Loop{}
+	s := (*C.rb_stream)(l.alloc(1, int(C.sizeof_rb_stream)))
+	l.stream, l.ctl = s, &s.ctl
+	l.setHist(&s.hist, cfg.Hist)
+	s.cq = cfg.CQ.c.cq
+	if cfg.CQ.ch != nil {
+		s.ch = cfg.CQ.ch.c.ch
+	}
+	s.nqp, s.qd, s.batch, s.signal = C.int32_t(len(cfg.QPs)), C.int32_t(cfg.QD), C.int32_t(cfg.Batch), C.int32_t(cfg.Signal)
+	s.counters, s.stride, s.send_depth = C.int32_t(max(cfg.Counters, 1)), C.int32_t(cfg.Stride), C.int32_t(cfg.SendDep)
+	if cfg.CmpSwap {
+		s.cswap = 1
+	}
+	s.n, s.expect_recvs = C.int64_t(cfg.Msgs), C.int64_t(cfg.ExpectRecvs)
+	ring := 1
+	for ring < cfg.QD+2 {
+		ring <<= 1
+	}
+	s.sq = (*C.rb_sq)(l.alloc(len(cfg.QPs), int(C.sizeof_rb_sq)))
+	qps := make([]*QP, len(cfg.QPs))
+	for i, sq := range cfg.QPs {
+		qps[i] = sq.QP
+		q := (*C.rb_sq)(unsafe.Add(unsafe.Pointer(s.sq), i*int(C.sizeof_rb_sq)))
+		q.qp = sq.QP.c.qp
+		q.wrs = (*C.struct_ibv_send_wr)(l.alloc(cfg.Batch, int(C.sizeof_struct_ibv_send_wr)))
+		q.sges = (*C.struct_ibv_sge)(l.alloc(4*cfg.Batch, int(C.sizeof_struct_ibv_sge)))
+		q.posted_at = (*C.int64_t)(l.alloc(ring, 8))
+		q.mask = C.uint64_t(ring - 1)
+		q.base = C.uint64_t(sq.WR.RemoteAddr)
+		wr, m := sq.WR, sq.Marker
+		for j := range cfg.Batch {
+			C.rb_sq_set_wr(q, C.int(j), cSendWR(&wr))
+		}
+		C.rb_sq_set_marker(q, cSendWR(&m))
+	}
+	if cfg.RecvDepth > 0 {
+		var err error
+		if s.rq, s.nrq, err = l.newRQ(qps, nil, cfg.Recv, cfg.RecvDepth); err != nil {
+			l.free()
+			return nil, err
+		}
+	}
+	owner := cfg.QPs[0].QP.id
+	l.start("stream", cfg.Timeout, owner, cfg.CQ.id)
+	return l, nil
+}
+
+// Follow makes stream l start only when leader starts: l's Run waits
+// (within its timeout) until leader's Run posts its first message. Close
+// l before leader.
+func (l *Loop) Follow(leader *Loop) error {
+	if l.stream == nil || leader.stream == nil || l == leader {
+		return fmt.Errorf("verbs: Follow joins two different stream loops")
+	}
+	leader.stream.opens_gate = 1
+	leader.stream.gate = &leader.stream.gate_word
+	l.stream.gate = &leader.stream.gate_word
+	return nil
+}
+
+// Run runs the loop once, on the calling thread, and returns what it
+// measured; a loop that did not finish its work returns a *LoopError.
+func (l *Loop) Run() (LoopResult, error) {
+	l.mu.Lock()
+	switch {
+	case l.ctl == nil:
+		l.mu.Unlock()
+		return LoopResult{}, fmt.Errorf("verbs: %s loop: %w", l.kind, ErrClosed)
+	case l.running || l.ran:
+		l.mu.Unlock()
+		return LoopResult{}, fmt.Errorf("verbs: %s loop: Run called twice", l.kind)
+	}
+	l.running = true
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.running, l.ran = false, true
+		close(l.done)
+		l.mu.Unlock()
+	}()
+	switch {
+	case l.ping != nil:
+		C.rb_run_ping(l.ping)
+	case l.serve != nil:
+		C.rb_run_serve(l.serve)
+	default:
+		C.rb_run_stream(l.stream)
+	}
+	return l.result(), l.err()
+}
+
+// Warm runs n unrecorded round trips of a ping loop now (untimed), and
+// the atomic loops' first read of the counter; the next Run does only the
+// measured ones.
+func (l *Loop) Warm(n int64) error {
+	l.mu.Lock()
+	p := l.ping
+	if p == nil || l.running || l.ran {
+		l.mu.Unlock()
+		return fmt.Errorf("verbs: Warm applies to a ping loop before its Run")
+	}
+	l.mu.Unlock()
+	iters := p.iters
+	p.iters, p.warmup = 0, C.int64_t(n)
+	C.rb_run_ping(p)
+	err := l.err()
+	p.iters, p.warmup = iters, 0
+	c := l.ctl
+	c.status, c.ops, c.t_first, c.t_last = 0, 0, 0, 0
+	return err
+}
+
+// Recvs is how many receive completions a running loop has seen so far
+// (safe from any goroutine while the loop runs).
+func (l *Loop) Recvs() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctl == nil {
+		return 0
+	}
+	return atomic.LoadInt64((*int64)(unsafe.Pointer(&l.ctl.recvs)))
+}
+
+// Stop asks a running loop to end; a loop that has not started ends at
+// once when it does. Safe from any goroutine, any number of times.
+func (l *Loop) Stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctl != nil {
+		atomic.StoreInt32((*int32)(unsafe.Pointer(&l.ctl.stop)), 1)
+	}
+}
+
+func (l *Loop) result() LoopResult {
+	c := l.ctl
+	r := LoopResult{Ops: int64(c.ops), First: int64(c.t_first), Last: int64(c.t_last), Recvs: int64(c.recvs),
+		RecvFirst: int64(c.recv_first), RecvT0: int64(c.t_recv_first), RecvT1: int64(c.t_recv_last)}
+	if l.hist != nil {
+		r.Samples, r.Overflow = int64(l.hist.total), int64(l.hist.overflow)
+	}
+	return r
+}
+
+func (l *Loop) err() error {
+	c := l.ctl
+	st := LoopStatus(c.status)
+	if st == LoopOK {
+		return nil
+	}
+	e := &LoopError{Loop: l.kind, Status: st, Timeout: l.timeout, Outstanding: int64(c.outstanding),
+		Want: uint64(c.want), Got: uint64(c.got), At: uint64(c.at)}
+	if w := int(c.waiting); w < len(waitNames) {
+		e.Waiting = waitNames[w]
+	}
+	switch st {
+	case LoopPostSend:
+		e.Errno = postError(opPostSend, errnoOf(c.err), int(c.err_index))
+	case LoopPostRecv:
+		e.Errno = postError(opPostRecv, errnoOf(c.err), int(c.err_index))
+	case LoopEvent:
+		e.Errno = newError("ibv_req_notify_cq", errnoOf(c.err))
+	case LoopWC, LoopUnexpected:
+		e.WC = *(*WC)(unsafe.Pointer(&c.bad))
+	}
+	return e
+}
+
+// Counts copies the histogram's counts (hdrhistogram-go's layout for the
+// loop's HistGeometry) into dst, which must be CountsLen long.
+func (l *Loop) Counts(dst []int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.hist == nil:
+		return fmt.Errorf("verbs: %s loop: no histogram", l.kind)
+	case l.running:
+		return fmt.Errorf("verbs: %s loop: counts read while running", l.kind)
+	case len(dst) != int(l.hist.len):
+		return fmt.Errorf("verbs: %s loop: counts need %d entries, got %d", l.kind, l.hist.len, len(dst))
+	}
+	copy(dst, unsafe.Slice((*int64)(unsafe.Pointer(l.hist.counts)), len(dst)))
+	return nil
+}
+
+// Close stops the loop, waits (at most its timeout, or 10 s) until a
+// running Run has returned, and frees its C memory. If Run does not return
+// in time, nothing is freed and an error says so. A second Close does
+// nothing.
+func (l *Loop) Close() error {
+	l.Stop()
+	wait := max(l.timeout, 10*time.Second)
+	for {
+		l.mu.Lock()
+		if !l.running {
+			l.free()
+			l.mu.Unlock()
+			return nil
+		}
+		done := l.done
+		l.mu.Unlock()
+		select {
+		case <-done:
+		case <-time.After(wait):
+			return fmt.Errorf("verbs: %s loop still running %v after Stop: not freed", l.kind, wait)
+		}
+	}
+}
+
+func (l *Loop) free() {
+	for _, p := range l.frees {
+		C.free(p)
+	}
+	l.frees, l.ctl, l.hist, l.ping, l.serve, l.stream = nil, nil, nil, nil, nil, nil
+	if l.id != 0 {
+		untrack(l.id)
+		l.id = 0
+	}
+}
+
+// histAdd records v through the C loops' bucket arithmetic into counts
+// laid out for g (tests compare it with hdrhistogram-go).
+func histAdd(g HistGeometry, counts []int64, vs []int64) (overflow int64) {
+	var h C.rb_hist
+	mem := C.calloc(C.size_t(g.countsLen), 8)
+	defer C.free(mem)
+	setHist(&h, g, mem)
+	for _, v := range vs {
+		C.rb_hist_add(&h, C.int64_t(v))
+	}
+	copy(counts, unsafe.Slice((*int64)(mem), g.countsLen))
+	return int64(h.overflow)
+}

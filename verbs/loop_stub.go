@@ -1,0 +1,36 @@
+//go:build !(linux && cgo)
+
+package verbs
+
+// Loop is a timed loop; without cgo no loop can be built.
+type Loop struct{}
+
+// NewPing returns ErrNotSupported without cgo.
+func NewPing(PingConfig) (*Loop, error) { return nil, ErrNotSupported }
+
+// NewServe returns ErrNotSupported without cgo.
+func NewServe(ServeConfig) (*Loop, error) { return nil, ErrNotSupported }
+
+// NewStream returns ErrNotSupported without cgo.
+func NewStream(StreamConfig) (*Loop, error) { return nil, ErrNotSupported }
+
+// Follow returns ErrNotSupported without cgo.
+func (*Loop) Follow(*Loop) error { return ErrNotSupported }
+
+// Run returns ErrNotSupported without cgo.
+func (*Loop) Run() (LoopResult, error) { return LoopResult{}, ErrNotSupported }
+
+// Stop does nothing without cgo.
+func (*Loop) Stop() {}
+
+// Counts returns ErrNotSupported without cgo.
+func (*Loop) Counts([]int64) error { return ErrNotSupported }
+
+// Close does nothing without cgo.
+func (*Loop) Close() error { return nil }
+
+// Warm returns ErrNotSupported without cgo.
+func (*Loop) Warm(int64) error { return ErrNotSupported }
+
+// Recvs is 0 without cgo.
+func (*Loop) Recvs() int64 { return 0 }
