@@ -257,10 +257,13 @@ func (r *sinkReport) reportDelivery(b *testing.B, s *Spec, n int64, elapsed time
 		r.checkRC(b, s)
 		return
 	}
-	delivered := min(r.res.Recvs, n)
-	b.ReportMetric(float64(delivered)/elapsed.Seconds(), "delivered-msgs/s")
-	b.ReportMetric(float64(n-delivered)/float64(n), "lost-msgs/op")
+	b.ReportMetric(float64(r.delivered(n))/elapsed.Seconds(), "delivered-msgs/s")
+	b.ReportMetric(float64(n-r.delivered(n))/float64(n), "lost-msgs/op")
 }
+
+// delivered is how many of the stream's n messages the sink received (a
+// UD completion marker, when one was sent, is not a message).
+func (r *sinkReport) delivered(n int64) int64 { return min(r.res.Recvs, n) }
 
 // checkRC fails b unless a local sink of an RC stream received every
 // message.

@@ -23,8 +23,11 @@ import (
 //     (operation k of a run returns start + k, for fetch-and-add of 1
 //     and for compare-and-swap from v to v+1, so every swap must swap).
 //   - Atomics, stream (local passive side): counter c of QP i ends at the
-//     number of operations that targeted it (compare-and-swap streams
-//     swap k → k+1, so a swap that failed leaves the counter short).
+//     number of operations that targeted it times the step: 1 for
+//     fetch-and-add; verbs.CmpSwapStep for compare-and-swap, whose
+//     operation k swaps k·step for (k+1)·step, so that once a swap fails
+//     (a counter that did not start at 0, or was moved by someone else)
+//     no later one matches and the final value falls short.
 //   - WRITE and SEND streams (local passive side): the passive side's
 //     "in" slot holds the requester's pattern; SEND streams also count
 //     delivered messages: on RC every message must arrive; on UC and UD
@@ -109,15 +112,17 @@ func msgsPerQP(n int64, batch, qps, i int) int64 {
 
 // checkCounters checks the atomics' counters of one QP's slot after a
 // stream of n operations spread over counters counters stride bytes
-// apart, each starting at 0 and moved up by one per operation.
-func checkCounters(slot []byte, n int64, counters, stride int) error {
+// apart, each starting at 0 and moved one step up per operation (step
+// 1 for fetch-and-add, verbs.CmpSwapStep for compare-and-swap).
+func checkCounters(slot []byte, n int64, counters, stride int, step uint64) error {
 	for c := range counters {
-		want := uint64(n / int64(counters))
+		ops := uint64(n / int64(counters))
 		if int64(c) < n%int64(counters) {
-			want++
+			ops++
 		}
+		want := ops * step
 		if got := binary.LittleEndian.Uint64(slot[c*stride:]); got != want {
-			return fmt.Errorf("rdmatest: verification: counter %d (of %d, %d bytes apart) is %d after %d atomic operations, expected %d", c, counters, stride, got, n, want)
+			return fmt.Errorf("rdmatest: verification: counter %d (of %d, %d bytes apart) is %#x after %d atomic operations, expected %#x (%d steps of %#x)", c, counters, stride, got, n, want, ops, step)
 		}
 	}
 	return nil
@@ -133,7 +138,11 @@ func (p *Pair) verifyStream(s *Spec, n int64) error {
 		ni := msgsPerQP(n, s.Batch, len(p.A.QPs), i)
 		switch {
 		case s.isAtomic():
-			if err := checkCounters(p.B.InBytes(i), ni, s.Counters, s.Stride); err != nil {
+			step := uint64(1)
+			if s.Op == verbs.OpCmpSwap {
+				step = verbs.CmpSwapStep
+			}
+			if err := checkCounters(p.B.InBytes(i), ni, s.Counters, s.Stride, step); err != nil {
 				return fmt.Errorf("QP %d: %w", i, err)
 			}
 		case s.Op == verbs.OpRead:

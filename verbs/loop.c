@@ -18,6 +18,9 @@
 #define RB_SEQ_BITS 40
 #define RB_SEQ_MASK ((UINT64_C(1) << RB_SEQ_BITS) - 1)
 #define RB_MARKER (UINT64_C(1) << 63)
+// Compare-and-swap streams move a counter through k·RB_CSWAP_STEP
+// (verbs.CmpSwapStep).
+#define RB_CSWAP_STEP UINT64_C(0x9E3779B97F4A7C15)
 
 int64_t rb_clock_ns(void) {
 	struct timespec ts;
@@ -523,10 +526,13 @@ static int rb_stream_post(rb_stream *s, int qi, int k) {
 		if (counters > 1)
 			wr->wr.atomic.remote_addr = q->base + seq % counters * stride;
 		if (s->cswap) {
-			// Counter seq % counters has seen seq / counters swaps:
-			// expect that value, move it one up.
-			wr->wr.atomic.compare_add = seq / counters;
-			wr->wr.atomic.swap = seq / counters + 1;
+			// Counter seq % counters has seen k = seq / counters swaps:
+			// expect f(k), swap in f(k+1), f(k) = k·RB_CSWAP_STEP mod
+			// 2^64 (a bijection): once a swap fails, no later compare
+			// matches again, so the final value shows it.
+			uint64_t k = seq / counters;
+			wr->wr.atomic.compare_add = k * RB_CSWAP_STEP;
+			wr->wr.atomic.swap = (k + 1) * RB_CSWAP_STEP;
 		}
 		if ((seq + 1) % sig == 0) {
 			wr->send_flags |= IBV_SEND_SIGNALED;

@@ -71,6 +71,10 @@ func NewHistGeometry(lowest, highest int64, sigfigs int) (HistGeometry, error) {
 // CountsLen is the length of the counts array.
 func (g HistGeometry) CountsLen() int { return g.countsLen }
 
+// CmpSwapStep is the factor of a compare-and-swap stream's counter
+// values (an odd constant, so that k ↦ k·CmpSwapStep is a bijection).
+const CmpSwapStep = 0x9E3779B97F4A7C15
+
 // LoopStatus is how a loop ended.
 type LoopStatus int32
 
@@ -304,8 +308,11 @@ type StreamConfig struct {
 	// Counters and Stride (atomics) rotate the remote address of WR k
 	// over Counters 8-byte counters Stride bytes apart.
 	Counters, Stride int
-	// CmpSwap makes WR k of a counter a compare-and-swap from k to k+1
-	// (counters start at 0), so that every swap really swaps.
+	// CmpSwap makes WR k of a counter a compare-and-swap from
+	// k·CmpSwapStep to (k+1)·CmpSwapStep (mod 2^64; counters start at 0),
+	// so that every swap really swaps, and once one fails no later one
+	// matches again: the final value is CmpSwapStep times the successful
+	// swaps in a row from the start.
 	CmpSwap bool
 	// Recv (one SGE per QP), RecvDepth: bidir streams of verbs that
 	// consume a receive repost the side's own receives (WR IDs = QP
