@@ -83,6 +83,7 @@ func streamThreads(b *testing.B, d *Dev, s Spec) {
 		errs = append(errs, w.run.wait(d.Opts.Timeout+time.Minute))
 	}
 	b.StopTimer()
+	before.end()
 	rec := NewRecorder()
 	start, last, slowest := ws[0].run.res.First, int64(0), 0.0
 	for i, w := range ws {
@@ -111,5 +112,5 @@ func streamThreads(b *testing.B, d *Dev, s Spec) {
 	reportLoopRate(b, "msgs/s", int64(b.N), elapsed)
 	b.ReportMetric(float64(int64(b.N)*int64(s.Size))/1e6/elapsed.Seconds(), "MB/s")
 	b.ReportMetric(slowest, "msgs/s/thread")
-	reportCounters(b, d, before)
+	before.report(b, d, int64(b.N))
 }

@@ -57,6 +57,7 @@ func ControlPath(b *testing.B, d *Dev, c Control) {
 	rec := NewRecorder()
 	var total int64
 	b.ReportAllocs()
+	before := beforeRun(b, d)
 	for b.Loop() {
 		if step.pre != nil {
 			if err := step.pre(); err != nil {
@@ -77,10 +78,12 @@ func ControlPath(b *testing.B, d *Dev, c Control) {
 			}
 		}
 	}
+	before.end() // b.Loop has stopped the timer
 	ReportLatency(b, rec)
 	if total > 0 {
 		b.ReportMetric(float64(rec.Count())/(float64(total)/1e9), "ops/s")
 	}
+	before.report(b, d, int64(b.N))
 }
 
 func (c Control) step(tb testing.TB, d *Dev) (controlStep, error) {

@@ -13,6 +13,7 @@
 //	-rdma.gid N         RDMA_GID_INDEX GID index; default -1 = best GID (RoCE v2, IPv4-mapped, not link-local)
 //	-rdma.timeout D     RDMA_TIMEOUT   deadline for every single wait (default 10s)
 //	-rdma.hlog DIR      RDMA_HLOG_DIR  write every latency histogram as an HdrHistogram .hlog file in DIR
+//	-rdma.cpus LIST     RDMA_CPUS      CPUs for the timed loops, requester first (default: the device's NUMA node)
 //
 // [Device] opens the chosen device. With no device the test is skipped —
 // except under CI=true or RDMA_REQUIRE=1, where it fails: a machine that
@@ -32,54 +33,102 @@
 //
 // # CPUs
 //
-// The measured loops busy-poll, and so does side B's goroutine when it
-// has work of its own. Latency, Stream and EchoRPC skip (with the reason)
-// a run whose busy goroutines outnumber GOMAXPROCS or the usable CPUs:
+// The measured loops busy-poll, and so does the in-process passive side
+// when it has work of its own. Latency, Stream and EchoRPC skip (with the
+// reason) a run whose busy loops outnumber GOMAXPROCS or the usable CPUs:
 // there one would wait for the other's time slice. Threads runs are
 // exempt: how the rate holds up when threads share CPUs is part of their
-// scaling curve. [Main] applies a single -test.cpu value before
-// the first benchmark and refuses a list when benchmarks run (a b.Loop
-// benchmark runs before the testing package applies the list's first
-// value: golang/go#49980).
+// scaling curve. [Main] applies a single -test.cpu value before the first
+// benchmark and refuses a list when benchmarks run (a b.Loop benchmark
+// runs before the testing package applies the list's first value:
+// golang/go#49980).
+//
+// Each spinning loop runs on an OS thread of its own, locked and pinned
+// to a CPU of its own: the CPUs of the device's NUMA node (sysfs
+// device/local_cpulist) that the process may use, or -rdma.cpus [RDMA_CPUS]
+// (a CPU list, requester first); the requester takes the first, the
+// passive side the second; with fewer CPUs than loops nothing is pinned.
+// The rdma-cpus configuration line says which were used and why.
+//
+// # The measured path
+//
+// Every per-operation loop of Latency, Stream (all variants, Threads
+// included) and of the passive side (local, or in rdmapeer) runs in C
+// (package verbs: NewPing, NewServe, NewStream): one cgo call per run,
+// no Go code, cgo crossing or allocation per operation; samples go into
+// an HDR counts array imported after the run. These benchmarks are b.N
+// style (b.Loop cannot hand a count to C): the setup of each call (pair,
+// loops, the loop's thread) is outside the timer, so every -count row is
+// independent. Two scenarios still time in Go, by design or for now:
+// ControlPath (one verbs call per sample, each a system call of µs to
+// ms: the cgo crossing is noise there) and the EchoRPC client with its
+// RDMA WRITE server (its echo over UD SEND is the C passive loop).
 //
 // # Metric definitions
 //
-// All times come from Go's monotonic clock (time.Now), in nanoseconds.
+// Times in the C loops come from CLOCK_MONOTONIC (clock_gettime through
+// the vDSO; Go's time.Now reads the same clock), in nanoseconds. perftest
+// reads the TSC and converts with a calibrated MHz; the two agree far
+// within the histogram's 0.1%.
 //
-//   - Ping-pong latency (SEND, RDMA WRITE): one sample per iteration = the
-//     time from just before A posts its message until A sees B's answer
-//     (its receive completion for SEND; the last byte of the payload
-//     changing in its own buffer for WRITE), divided by 2. This is
-//     perftest's "RTT/2" of ib_send_lat and ib_write_lat.
-//   - Round-trip latency (RDMA READ, atomics): one sample per iteration =
-//     from just before the post until its completion is polled; not
-//     halved, as in ib_read_lat and ib_atomic_lat.
-//   - Latency under load (streaming benchmarks): for every signaled work
-//     request, the time from just before the post call that carried it
-//     until its completion is polled. With signal=N only every N-th WR
-//     is signaled, so that is one sample per N messages.
-//   - p50-ns … p99.99-ns, max-ns: exact quantiles of all samples of the
-//     run (an HDR histogram of 1 ns … 100 s with 3 significant digits, so
-//     within 0.1%); nothing is dropped or trimmed (perftest drops the two
-//     largest samples; we do not).
-//   - msgs/s: messages completed divided by the benchmark's elapsed time.
-//   - MB/s (from b.SetBytes): payload bytes per second, 1 MB = 10^6 bytes
-//     (perftest prints MiB/s = 2^20 bytes/s: MB/s = 1.048576 × MiB/s).
-//     For streaming benchmarks the elapsed time runs from the first post
-//     to the last completion, as perftest's BW average.
-//   - bidir=true (streaming): side B streams the mirror of A's stream
-//     back to A at the same time, posting in lockstep as many messages as
-//     A has posted, so each side moves b.N messages; the timed region
-//     ends when both have completed. MB/s counts both directions
-//     (b.SetBytes(2·size)), msgs/s = 2·b.N / elapsed, and the latency
+//   - Ping-pong latency (SEND, RDMA WRITE): one sample per round trip =
+//     from just before the post call of A's message until A sees B's
+//     answer (the poll that returned its receive completion for SEND; for
+//     WRITE, the spin that saw the last byte of its own buffer change),
+//     divided by 2: perftest's "RTT/2" of ib_send_lat and ib_write_lat.
+//     perftest's sample is the time between two successive posts (its
+//     bookkeeping between iterations included); ours stops at the answer.
+//   - Round-trip latency (RDMA READ, atomics): from just before the post
+//     call until the poll that returned its completion; not halved, as in
+//     ib_read_lat and ib_atomic_lat.
+//   - Latency under load (streams): for every signaled WR, from just
+//     before the post call that carried it until the poll that returned
+//     its completion. With signal=N only every N-th WR is signaled, so
+//     that is one sample per N messages.
+//   - p50-ns … p99.99-ns, max-ns: HDR histogram values over all samples
+//     of the run (1 ns … 100 s, 3 significant digits; nothing dropped or
+//     trimmed, perftest drops its two largest): the value reported for
+//     quantile q is the highest value equivalent to the bucket holding the
+//     sample of nearest rank ⌈q·n⌉ (hdrhistogram-go's ValueAtQuantile), so
+//     it may exceed that sample by up to 0.1%.
+//   - msgs/s: operations completed divided by the loop's own time, from
+//     just before the first measured post to the poll that returned the
+//     last completion (for ping-pong: the last answer). Operations are
+//     round trips for the latency families and messages for streams.
+//   - MB/s (streams only): payload bytes of those messages over the same
+//     time, 1 MB = 10^6 bytes (perftest prints MiB/s = 2^20 bytes/s: MB/s
+//     = 1.048576 × MiB/s): perftest's "BW average".
+//   - ns/op: the testing timer around the one call that runs the loop
+//     (the loop's thread starting included, microseconds) divided by b.N:
+//     a full round trip for the latency families (not halved, while their
+//     percentiles are halves), one message for streams, one message each
+//     way for bidir streams (b.N pairs).
+//   - bidir=true (streams): side B streams the mirror of A's stream back
+//     to A at the same time, b.N messages each; the time runs from A's
+//     first post until the later of both last completions. MB/s counts
+//     both directions, msgs/s = 2·b.N / that time, and the latency
 //     percentiles merge both sides' samples.
+//   - cpu-ns/op: user + system CPU time of the whole process during the
+//     timed region (getrusage: the requester's loop, the in-process
+//     passive side, the Go runtime) divided by b.N. A busy-polling loop
+//     burns its CPU whether or not work arrives: for polling runs this is
+//     about (spinning threads × elapsed) / b.N.
+//   - delivered-msgs/s, lost-msgs/op (UC and UD streams of verbs that
+//     consume a receive, local passive side): messages the passive side
+//     received per second of the sender's time, and the fraction of the
+//     messages sent that never arrived. On RC every message must arrive,
+//     or the run fails.
+//   - <counter>/run: port counters (sysfs hw_counters and counters) that
+//     moved during the run, as deltas over the whole run (not per
+//     operation; the run's length is b.N operations).
 //   - Echo RPC (HERD style, see EchoRPC): one sample per RPC = the full
 //     round trip (not halved) from just before the request's post call
 //     until the poll that returned its response's receive completion,
 //     with qd requests outstanding; msgs/s = RPCs completed per second.
 //   - Inbound, threads, header-only, atomics over many counters and the
-//     control path: see Stream and ControlPath.
-//   - ns/op: elapsed time divided by iterations. An iteration is one
-//     message for streaming benchmarks and one full round trip (not
-//     halved) for latency benchmarks.
+//     control path: see Stream, streamThreads and ControlPath.
+//
+// Every run verifies its results after the timed region (see verify.go:
+// payload patterns, atomics' returned values and counters, delivered
+// counts); a mismatch fails the benchmark.
 package rdmatest

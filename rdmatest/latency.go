@@ -2,7 +2,6 @@ package rdmatest
 
 import (
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -93,6 +92,7 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	b.ResetTimer()
 	res, err := run.result()
 	b.StopTimer()
+	before.end()
 	if err != nil {
 		resp.fatal(b, err)
 	}
@@ -108,7 +108,7 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	}
 	reportLatencyHeld(b, rec)
 	reportLoopRate(b, "msgs/s", res.Ops, res.Elapsed())
-	reportCounters(b, d, before)
+	before.report(b, d, int64(b.N))
 }
 
 // newPing builds the requester's C loop of a latency run on p.A.
@@ -186,43 +186,4 @@ func reportLoopRate(b *testing.B, unit string, ops int64, elapsed time.Duration)
 		b.Fatalf("rdmatest: the loop measured no time for %d operations", ops)
 	}
 	b.ReportMetric(float64(ops)/elapsed.Seconds(), unit)
-}
-
-// beforeRun is the last step before a timed loop: it finishes any garbage
-// collection the setup's allocations started (a GC cycle running into the
-// loop would put its mark worker on a P, taking it from a spinning
-// goroutine: the loops allocate nothing, so none starts later) and
-// returns the port's counters (see readCounters).
-func beforeRun(b *testing.B, d *Dev) Counters {
-	runtime.GC()
-	return readCounters(b, d)
-}
-
-// readCounters reads the port's counters before a run (nil when the
-// device has none; the run goes on without counter deltas).
-func readCounters(b *testing.B, d *Dev) Counters {
-	c, err := ReadCounters(d.Name(), d.Port)
-	if err != nil {
-		b.Logf("rdmatest: no port counters: %v", err)
-		return nil
-	}
-	return c
-}
-
-// reportCounters reports the counters that moved during the run (see
-// ReportCounters), so that a fast run with retransmissions shows them.
-func reportCounters(b *testing.B, d *Dev, before Counters) {
-	if before == nil {
-		return
-	}
-	after, err := ReadCounters(d.Name(), d.Port)
-	if err != nil {
-		b.Errorf("rdmatest: reading port counters after the run: %v", err)
-		return
-	}
-	delta, err := Delta(before, after)
-	if err != nil {
-		b.Errorf("rdmatest: %v", err)
-	}
-	ReportCounters(b, delta)
 }

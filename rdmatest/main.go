@@ -19,7 +19,7 @@ var Units = []struct{ Name, Better string }{
 	{"p50-ns", "lower"}, {"p90-ns", "lower"}, {"p99-ns", "lower"}, {"p99.9-ns", "lower"},
 	{"p99.99-ns", "lower"}, {"max-ns", "lower"}, {"msgs/s", "higher"},
 	{"msgs/s/thread", "higher"}, {"ops/s", "higher"}, {"MB/s", "higher"},
-	{"delivered-msgs/s", "higher"}, {"lost-msgs/op", "lower"},
+	{"delivered-msgs/s", "higher"}, {"lost-msgs/op", "lower"}, {"cpu-ns/op", "lower"},
 }
 
 // Main is a TestMain for packages of device benchmarks: it parses the

@@ -143,6 +143,7 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 		}
 		rec.Record(ns)
 	}
+	before.end() // b.Loop has stopped the timer
 	// The window's last requests: wait for their responses (untimed), so
 	// that every request of the run was answered.
 	if err := c.drain(); err != nil {
@@ -153,7 +154,7 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	}
 	ReportLatency(b, rec)
 	ReportRate(b, b.N)
-	reportCounters(b, d, before)
+	before.report(b, d, int64(b.N))
 }
 
 // rpcResponse is a response seen by the client: its tag and when the poll

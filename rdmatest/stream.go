@@ -97,6 +97,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		mres = mirror.res
 	}
 	b.StopTimer()
+	before.end()
 	if err != nil {
 		resp.fatal(b, err)
 	}
@@ -133,7 +134,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		b.ReportMetric(float64(msgs*int64(s.Size))/1e6/elapsed.Seconds(), "MB/s")
 	}
 	sink.reportDelivery(b, &s, n, elapsed)
-	reportCounters(b, d, before)
+	before.report(b, d, int64(b.N))
 }
 
 // newStreamLoop builds the C stream of s from side from (p.A, or p.B for

@@ -1,0 +1,90 @@
+package rdmatest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseCPUList(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+		bad  bool
+	}{
+		{in: "0", want: []int{0}},
+		{in: "0-3,8", want: []int{0, 1, 2, 3, 8}},
+		{in: " 10-11,2\n", want: []int{2, 10, 11}},
+		{in: "3,3,1-2", want: []int{1, 2, 3}},
+		{in: "", bad: true},
+		{in: "a", bad: true},
+		{in: "3-1", bad: true},
+		{in: "-1", bad: true},
+		{in: "0-70000", bad: true},
+	} {
+		got, err := parseCPUList(tc.in)
+		if tc.bad {
+			assert.Error(t, err, "%q", tc.in)
+			continue
+		}
+		require.NoError(t, err, "%q", tc.in)
+		assert.Equal(t, tc.want, got, "%q", tc.in)
+	}
+}
+
+// TestLoopCPUsFromNUMANode: on a two-socket machine the loops go to the
+// device's node (its local_cpulist), never to the other node, unless
+// -rdma.cpus says otherwise; a device without NUMA information (rxe)
+// gets the CPUs the process may use.
+func TestLoopCPUsFromNUMANode(t *testing.T) {
+	root := t.TempDir()
+	old := sysfsRoot
+	sysfsRoot = root
+	t.Cleanup(func() { sysfsRoot = old })
+	put := func(dev, cpus string) {
+		dir := filepath.Join(root, "class/infiniband", dev, "device")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "local_cpulist"), []byte(cpus+"\n"), 0o644))
+	}
+	put("mlx5_0", "8-15")  // node 1 of a 2×8-CPU machine
+	put("mlx5_1", "0-7")   // node 0
+	put("mlx5_2", "16-23") // a node this process may not use
+	allowed := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	for _, tc := range []struct {
+		dev, override string
+		allowed       []int
+		want          []int
+		src           string
+		bad           bool
+	}{
+		{dev: "mlx5_0", allowed: allowed, want: []int{8, 9, 10, 11, 12, 13, 14, 15}, src: "numa-local"},
+		{dev: "mlx5_1", allowed: []int{2, 3, 9}, want: []int{2, 3}, src: "numa-local"},
+		{dev: "mlx5_2", allowed: allowed, want: allowed, src: "allowed"},
+		{dev: "rxe0", allowed: []int{0, 1}, want: []int{0, 1}, src: "allowed"},
+		{dev: "mlx5_0", override: "3,1", allowed: allowed, want: []int{1, 3}, src: "-rdma.cpus"},
+		{dev: "mlx5_0", override: "20", allowed: allowed, bad: true},
+		{dev: "mlx5_0", override: "x", allowed: allowed, bad: true},
+	} {
+		got, src, err := loopCPUs(tc.dev, tc.override, tc.allowed)
+		if tc.bad {
+			assert.Error(t, err, "%+v", tc)
+			continue
+		}
+		require.NoError(t, err, "%+v", tc)
+		assert.Equal(t, tc.want, got, "%+v", tc)
+		assert.Equal(t, tc.src, src, "%+v", tc)
+	}
+}
+
+// TestDevLoopCPUs: one CPU per busy loop, never two loops on one CPU;
+// with fewer CPUs than loops, nothing is pinned.
+func TestDevLoopCPUs(t *testing.T) {
+	assert.Equal(t, [2]int{4, 5}, (&Dev{cpus: []int{4, 5, 6}}).loopCPUs(2))
+	assert.Equal(t, [2]int{4, -1}, (&Dev{cpus: []int{4, 5, 6}}).loopCPUs(1))
+	assert.Equal(t, [2]int{-1, -1}, (&Dev{cpus: []int{4}}).loopCPUs(2))
+	assert.Equal(t, "requester=4,passive=5(numa-local)", (&Dev{cpus: []int{4, 5}, cpusSrc: "numa-local"}).cpuLine())
+	assert.Equal(t, "requester=4,passive=unpinned(allowed)", (&Dev{cpus: []int{4}, cpusSrc: "allowed"}).cpuLine())
+}
