@@ -14,6 +14,7 @@ import (
 
 var (
 	flagSizes = flag.String("rdma.sizes", os.Getenv("RDMA_SIZES"), "message sizes for every size axis, e.g. 64,4K or 2-1M or all [RDMA_SIZES]")
+	flagQD    = flag.String("rdma.qd", os.Getenv("RDMA_QD"), "queue depths for every qd axis of the streaming families, e.g. 16,64 [RDMA_QD]")
 	flagFull  = flag.Bool("rdma.full", os.Getenv("RDMA_FULL") == "1", "run the full sweeps of the rdma_bench (ATC'16) and control-path benchmarks [RDMA_FULL=1]")
 )
 
@@ -76,10 +77,23 @@ func expand(tb testing.TB, op verbs.Opcode, variants []axes) []case_ {
 			tb.Fatal(err)
 		}
 	}
+	var qds []int
+	if *flagQD != "" {
+		for _, f := range strings.Split(*flagQD, ",") {
+			var q int
+			if _, err := fmt.Sscan(f, &q); err != nil || q < 1 || fmt.Sprint(q) != strings.TrimSpace(f) {
+				tb.Fatalf("-rdma.qd %q: %q is not a queue depth (a whole number ≥ 1)", *flagQD, f)
+			}
+			qds = append(qds, q)
+		}
+	}
 	var out []case_
 	for _, v := range variants {
 		if sizes != nil && v.size != nil && !slices.Contains(v.hdr, true) { // header-only is size 0
 			v.size = sizes
+		}
+		if qds != nil && v.qd != nil {
+			v.qd = qds
 		}
 		pts := points(op, v)
 		if testing.Short() {

@@ -150,7 +150,13 @@ func newStreamLoop(p *Pair, from *Side, s *Spec, n int64) (*verbs.Loop, error) {
 		cfg.QPs = append(cfg.QPs, verbs.StreamQP{QP: qp, WR: wr, Marker: marker(p, from, s, i)})
 	}
 	if s.Bidir && s.consumesRecv() {
-		cfg.RecvDepth, cfg.ExpectRecvs = p.Cfg.RecvDepth, n
+		// On RC the other side's messages wait (RNR) for a receive: keep
+		// reposting until all have arrived. UC and UD drop a message that
+		// finds none, as they drop any: the side stops with its stream.
+		cfg.RecvDepth = p.Cfg.RecvDepth
+		if s.Transport == verbs.TransportRC {
+			cfg.ExpectRecvs = n
+		}
 		for i := range from.QPs {
 			cfg.Recv = append(cfg.Recv, from.In(i, recvBytes(s)))
 		}

@@ -112,3 +112,30 @@ func TestPrintTable(t *testing.T) {
 		assert.Equal(t, md, strings.Contains(out, "| write_lat 8 B | p50 | 20.00 µs | ib_write_lat client t_typical[usec] | 25.00 µs | p50-ns | 1.30 | 0.91–1.42 |"))
 	}
 }
+
+// TestOverride: -size and -qd change perftest's options, the benchmark's
+// point and the scenario's name together, and leave the atomics' size and
+// the latency runs' depth alone.
+func TestOverride(t *testing.T) {
+	scs, args := override(scenarios, 1024, 64)
+	assert.Equal(t, []string{"-rdma.sizes", "1024", "-rdma.qd", "64"}, args)
+	byName := map[string]scenario{}
+	for _, s := range scs {
+		byName[s.program] = s
+	}
+	w := byName["ib_write_bw"]
+	assert.Equal(t, "write_bw 1024 B qd 64", w.name)
+	assert.Equal(t, []string{"-s", "1024", "-t", "64", "-Q", "1"}, w.args)
+	assert.Equal(t, "WriteBW/transport=RC/size=1024/qd=64/qps=1/inline=false/batch=1/signal=1", w.bench)
+	assert.Equal(t, 1024, w.size)
+	l := byName["ib_write_lat"]
+	assert.Equal(t, "write_lat 1024 B", l.name)
+	assert.Equal(t, "WriteLat/transport=RC/size=1024/inline=false", l.bench)
+	a := byName["ib_atomic_bw"]
+	assert.Equal(t, 8, a.size, "atomics move 8 bytes whatever -size says")
+	assert.Equal(t, "AtomicBW/op=fadd/transport=RC/qd=64", a.bench)
+	same, none := override(scenarios, 0, 0)
+	assert.Equal(t, scenarios, same)
+	assert.Empty(t, none)
+	assert.Equal(t, "write_bw 4 KiB", scenarios[5].name, "the table itself is not changed")
+}

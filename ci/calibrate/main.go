@@ -67,7 +67,9 @@ type config struct {
 	runs      int
 	timeout   time.Duration
 	markdown  bool
-	perftestD string // directory of the perftest programs ("" = PATH)
+	perftestD string   // directory of the perftest programs ("" = PATH)
+	size, qd  int      // -size, -qd overrides (0: the scenarios' own)
+	benchArgs []string // test binary flags that select the overridden points
 }
 
 func main() {
@@ -88,11 +90,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "deadline of every perftest run and of every benchmark run")
 	fs.BoolVar(&c.markdown, "markdown", false, "print the table as Markdown")
 	fs.StringVar(&c.perftestD, "perftest", "", "directory of the perftest programs (default: $PATH)")
+	fs.IntVar(&c.size, "size", 0, "message size for every scenario but the atomics (perftest -s; the benchmark's size= point via -rdma.sizes); 0: each scenario's own")
+	fs.IntVar(&c.qd, "qd", 0, "queue depth for every streaming scenario (perftest -t; the benchmark's qd= point via -rdma.qd); 0: each scenario's own")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() != 0 || c.iters < 5 || c.runs < 1 {
-		fmt.Fprintln(stderr, "usage: calibrate [flags] (-iters >= 5, -runs >= 1)")
+	if fs.NArg() != 0 || c.iters < 5 || c.runs < 1 || c.size < 0 || c.size > 1<<20 || c.qd < 0 || c.qd > 8192 {
+		fmt.Fprintln(stderr, "usage: calibrate [flags] (-iters >= 5, -runs >= 1, -size 0..1048576, -qd 0..8192)")
 		fs.PrintDefaults()
 		return 2
 	}
@@ -101,6 +105,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "calibrate: %v\n", err)
 		return 2
 	}
+	scs, c.benchArgs = override(scs, c.size, c.qd)
 	rows, err := calibrate(context.Background(), &c, scs, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "calibrate: %v\n", err)
@@ -373,8 +378,9 @@ func containsAny(b []byte, subs []string) bool {
 func benchRun(ctx context.Context, c config, s scenario, run int, moved map[string]float64) ([]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, c.bench, "-test.run", "^$", "-test.bench", benchRegexp(s.bench),
-		"-test.count", "1", "-test.benchtime", strconv.Itoa(c.iters)+"x")
+	args := append([]string{"-test.run", "^$", "-test.bench", benchRegexp(s.bench),
+		"-test.count", "1", "-test.benchtime", strconv.Itoa(c.iters) + "x"}, c.benchArgs...)
+	cmd := exec.CommandContext(ctx, c.bench, args...)
 	cmd.Dir = c.benchDir
 	cmd.WaitDelay = waitDelay
 	out, err := cmd.CombinedOutput()

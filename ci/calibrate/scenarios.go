@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -138,4 +139,43 @@ func find(only string) ([]scenario, error) {
 		return nil, fmt.Errorf("-only %q matches no scenario", only)
 	}
 	return out, nil
+}
+
+// override returns the scenarios with the message size (size > 0; not
+// atomics, which move 8 bytes) and the queue depth (qd > 0; streams only)
+// replaced in perftest's options, the benchmark's name and the scenario's
+// name, and the test binary flags that make the benchmark matrix run
+// those points (-rdma.sizes, -rdma.qd).
+func override(scs []scenario, size, qd int) ([]scenario, []string) {
+	var benchArgs []string
+	if size > 0 {
+		benchArgs = append(benchArgs, "-rdma.sizes", strconv.Itoa(size))
+	}
+	if qd > 0 {
+		benchArgs = append(benchArgs, "-rdma.qd", strconv.Itoa(qd))
+	}
+	out := make([]scenario, len(scs))
+	for i, s := range scs {
+		s.args = append([]string(nil), s.args...)
+		set := func(opt, key string, v int) {
+			for j := 0; j+1 < len(s.args); j++ {
+				if s.args[j] == opt {
+					s.args[j+1] = strconv.Itoa(v)
+				}
+			}
+			re := regexp.MustCompile(`(^|/)` + key + `=\d+`)
+			s.bench = re.ReplaceAllString(s.bench, "${1}"+key+"="+strconv.Itoa(v))
+		}
+		if size > 0 && strings.Contains(s.bench, "size=") {
+			set("-s", "size", size)
+			s.size = size
+			s.name = strings.Fields(s.name)[0] + " " + strconv.Itoa(size) + " B"
+		}
+		if qd > 0 && strings.Contains(s.bench, "qd=") {
+			set("-t", "qd", qd)
+			s.name += " qd " + strconv.Itoa(qd)
+		}
+		out[i] = s
+	}
+	return out, benchArgs
 }
