@@ -22,11 +22,25 @@ var Off = math.Inf(1)
 // a quantile q from N operations is decided by the N·(1−q) slowest ones,
 // so p99.99-ns of a few thousand operations is essentially the maximum,
 // and max-ns is a single operation (one scheduler hiccup moves it).
+//
+// The memory units B/op and allocs/op are gated by their absolute change
+// (see AbsUnits): the runtime's own allocations move B/op by a few dozen
+// bytes from run to run, and a relative threshold on 0 B/op would make
+// any byte a "+Inf%" regression.
 var DefaultUnitThresholds = map[string]float64{
 	"p99.9-ns":  0.15,
 	"p99.99-ns": Off,
 	"max-ns":    Off,
+	"B/op":      64,
+	"allocs/op": 0.5,
 }
+
+// AbsUnits are the units whose threshold is an absolute amount in the
+// unit (bytes, allocations) rather than a fraction of the median. Their
+// rows are not statistical tests: a change counts when the median grew by
+// more than the threshold (allocations are counted per operation and do
+// not drift like time).
+var AbsUnits = map[string]bool{"B/op": true, "allocs/op": true}
 
 // Options configures a comparison.
 type Options struct {
@@ -39,12 +53,14 @@ type Options struct {
 	// UnitThresholds overrides Threshold per unit as written
 	// (e.g. "p99-ns"); Off disables gating of that unit.
 	UnitThresholds map[string]float64
-	// NoCorrection tests every row at Alpha on its own. By default the
-	// gate applies the Benjamini-Hochberg procedure over all decidable
-	// gated rows (see Compare), because one comparison tests dozens of
-	// rows: at p ≤ 0.05 each, two runs of the same build would fail about
-	// every other time.
+	// NoCorrection tests every benchmark at Alpha on its own. By default
+	// the benchmarks' tests are corrected with Holm–Šidák (see Compare),
+	// because one comparison tests dozens of benchmarks: at p ≤ 0.05
+	// each, two runs of the same build would fail most of the time.
 	NoCorrection bool
+	// skipPower leaves Row.Detectable of the tested rows unset (the
+	// simulations do not print it; it costs a bisection per row).
+	skipPower bool
 }
 
 // threshold returns the threshold for unit.
@@ -60,19 +76,21 @@ type Verdict int
 
 // Verdicts, from best to worst for the gate.
 const (
-	// NoChange: p > alpha, no significant difference.
+	// NoChange: no significant difference (or, for B/op and allocs/op,
+	// a change within the threshold).
 	NoChange Verdict = iota
-	// Improved: p ≤ alpha and the median moved in the better direction.
+	// Improved: significantly better.
 	Improved
-	// WorseWithin: p ≤ alpha, worse, but not by more than the threshold.
+	// WorseWithin: significantly worse, but not by more than the threshold.
 	WorseWithin
 	// Unknown: the unit has no known better direction; not gated.
 	Unknown
 	// Disabled: the unit's threshold is off; not gated.
 	Disabled
-	// Undecided: too few runs for p ≤ alpha to be possible at all.
+	// Undecided: too few runs for the benchmark's test to reach its
+	// corrected level at all.
 	Undecided
-	// Regression: p ≤ alpha and worse by more than the threshold.
+	// Regression: significantly worse, by more than the threshold.
 	Regression
 )
 
@@ -83,25 +101,53 @@ type Row struct {
 	// Better is +1 if higher is better, -1 if lower, 0 if unknown.
 	Better   int
 	Old, New benchmath.Summary
-	Cmp      benchmath.Comparison
+	// Cmp is the two-sided U test of this row alone (shown in the table).
+	Cmp benchmath.Comparison
+	// PWorse and PBetter are the one-sided U-test p-values of this row
+	// that NEW is worse, respectively better, than OLD.
+	PWorse, PBetter float64
+	// PAdj is PWorse adjusted by Holm's procedure within the benchmark
+	// (set in a significant family only; 1 otherwise).
+	PAdj float64
 	// Delta is (new median − old median) / old median.
 	Delta float64
-	// Threshold is the fraction applied to this row (Off if disabled).
+	// Abs marks a unit gated by absolute change (AbsUnits); Threshold is
+	// then in the unit itself (bytes, allocations).
+	Abs bool
+	// Constant: both sides hold one and the same value (0 allocs/op
+	// against 0): shown, not a test.
+	Constant bool
+	// Threshold is the fraction (absolute amount when Abs) applied to
+	// this row; Off if disabled.
 	Threshold float64
-	Verdict   Verdict
+	// Family is the index in Report.Families of the benchmark test the
+	// row takes part in, -1 if none.
+	Family int
+	// Detectable is the worsening (as Worse measures it) above which this
+	// row fails the gate for sure when nothing else changed, given the
+	// run counts and the observed spread (see Report.detectable); Off
+	// when no worsening can fail it.
+	Detectable float64
+	Verdict    Verdict
+	// old and cur are the samples in file order, one per run.
+	old, cur []float64
 }
 
-// Worse reports how much worse new is than old as a fraction (negative
-// when better); 0 if the direction is unknown.
+// Worse reports how much worse new is than old: as a fraction of the old
+// median (negative when better), in the unit itself for Abs rows; 0 if
+// the direction is unknown.
 func (r Row) Worse() float64 {
+	if r.Abs {
+		return -float64(r.Better) * (r.New.Center - r.Old.Center)
+	}
 	return -float64(r.Better) * r.Delta
 }
 
 // Suspect reports a row that passes only for lack of significance: its
-// median is worse by more than the threshold but p > alpha (noise or too
-// few runs). It does not fail the gate; it is listed.
+// median is worse by more than the threshold but the test did not reject
+// (noise or too few runs). It does not fail the gate; it is listed.
 func (r Row) Suspect() bool {
-	return r.Verdict == NoChange && r.Worse() > r.Threshold
+	return r.Verdict == NoChange && !r.Abs && r.Worse() > r.Threshold
 }
 
 // Report is the result of comparing two result sets.
@@ -119,11 +165,13 @@ type Report struct {
 	UnknownUnits []string
 	// Warnings collects distinct statistical and parsing warnings.
 	Warnings []string
-	// Tested is the number of rows the significance correction ran over
-	// (gated and decidable), and Cutoff the largest p-value that counts
-	// as significant (Alpha without correction; 0 when none does).
-	Tested int
-	Cutoff float64
+	// Families are the benchmarks' tests, one per benchmark with gated
+	// rate or latency units (see Compare).
+	Families []Family
+	// Lone is the level a benchmark's p-value must reach when it is the
+	// only one that changed: the first Holm–Šidák step, 1−(1−Alpha)^(1/m)
+	// for m = len(Families) (Alpha without correction).
+	Lone float64
 }
 
 // Compare pairs the benchmarks of old and cur (NEW) and compares each unit.
@@ -172,8 +220,9 @@ func Compare(old, cur *Set, opt Options) *Report {
 			if tidy == "" {
 				tidy = nb.Tidy[unit]
 			}
-			so := benchmath.NewSample(ovals, &thr)
-			sn := benchmath.NewSample(nvals, &thr)
+			// NewSample sorts in place: the family test needs run order.
+			so := benchmath.NewSample(slices.Clone(ovals), &thr)
+			sn := benchmath.NewSample(slices.Clone(nvals), &thr)
 			row := Row{
 				Key:       key,
 				Unit:      unit,
@@ -181,13 +230,23 @@ func Compare(old, cur *Set, opt Options) *Report {
 				Old:       benchmath.AssumeNothing.Summary(so, Confidence),
 				New:       benchmath.AssumeNothing.Summary(sn, Confidence),
 				Cmp:       benchmath.AssumeNothing.Compare(so, sn),
+				Abs:       AbsUnits[unit],
+				Constant:  identicalConstant(so.Values, sn.Values),
 				Threshold: opt.threshold(unit),
+				Family:    -1,
+				PAdj:      1,
+				old:       ovals,
+				cur:       nvals,
+			}
+			row.PWorse, row.PBetter = 1, 1
+			if row.Threshold != Off && !row.Abs && !row.Constant {
+				row.PWorse, row.PBetter = oneSided(ovals, nvals, row.Better)
 			}
 			warn(so.Warnings)
 			warn(sn.Warnings)
 			warn(row.Old.Warnings)
 			warn(row.New.Warnings)
-			if !identicalConstant(so.Values, sn.Values) {
+			if !row.Constant {
 				// The U test reports "all samples are equal" for e.g.
 				// 0 allocs/op on both sides: P=1 is right, no note needed.
 				warn(row.Cmp.Warnings)
@@ -196,10 +255,10 @@ func Compare(old, cur *Set, opt Options) *Report {
 			rep.Rows = append(rep.Rows, row)
 		}
 	}
-	rep.Tested, rep.Cutoff = significance(rep.Rows, opt)
+	rep.testBenchmarks(old, cur)
 	for i := range rep.Rows {
 		row := &rep.Rows[i]
-		row.Verdict = verdict(*row, opt.Alpha, rep.Cutoff)
+		row.Verdict = rep.verdict(*row)
 		if row.Verdict == Unknown && !unknown[row.Unit] {
 			unknown[row.Unit] = true
 			rep.UnknownUnits = append(rep.UnknownUnits, row.Unit)
@@ -242,76 +301,44 @@ func relDelta(old, cur float64) float64 {
 	return (cur - old) / math.Abs(old)
 }
 
-// MinP returns the smallest p-value the two-sided Mann-Whitney U test
-// can produce for sample sizes n1 and n2: 2/C(n1+n2, n1), reached when
-// the samples do not overlap at all (ties only make it larger).
-func MinP(n1, n2 int) float64 {
-	if n1 == 0 || n2 == 0 {
-		return 1
-	}
-	// C(n1+n2, n1) computed incrementally to stay exact for small n.
-	c := 1.0
-	for i := 1; i <= n1; i++ {
-		c = c * float64(n2+i) / float64(i)
-	}
-	return math.Min(1, 2/c)
-}
-
-// decidable tells rows that are gated and could reach p ≤ alpha.
-func decidable(r Row, alpha float64) bool {
-	return r.Better != 0 && r.Threshold != Off && MinP(r.Cmp.N1, r.Cmp.N2) <= alpha
-}
-
-// significance returns how many rows are tested and the p-value cutoff.
-// Without correction the cutoff is alpha. With it (the default), the
-// Benjamini-Hochberg step-up procedure runs over the m decidable gated
-// rows: sorted by p, the largest k with p_(k) ≤ k/m·alpha gives the
-// cutoff p_(k) (0 when there is none). When nothing changed at all, this
-// keeps the chance that any row is flagged at alpha (BH controls the
-// family-wise error under the global null), where testing m rows at
-// alpha each would flag about m·alpha/2 in the worse direction. A real
-// regression moves several rows of its benchmark at once (ns/op, msgs/s,
-// MB/s, percentiles), which is the case the step-up procedure keeps
-// power for. Rows that cannot reach p ≤ alpha with their run counts are
-// not counted in m (they are UNDECIDED instead).
-func significance(rows []Row, opt Options) (tested int, cutoff float64) {
-	var ps []float64
-	for _, r := range rows {
-		if decidable(r, opt.Alpha) {
-			ps = append(ps, r.Cmp.P)
-		}
-	}
-	if opt.NoCorrection {
-		return len(ps), opt.Alpha
-	}
-	slices.Sort(ps)
-	m := float64(len(ps))
-	for k := len(ps); k >= 1; k-- {
-		if ps[k-1] <= float64(k)/m*opt.Alpha {
-			return len(ps), ps[k-1]
-		}
-	}
-	return len(ps), 0
-}
-
-// verdict classifies a row; a p-value counts as significant when it is at
-// most cutoff (see significance).
-func verdict(r Row, alpha, cutoff float64) Verdict {
+// verdict classifies a row (after testBenchmarks).
+func (r *Report) verdict(row Row) Verdict {
 	switch {
-	case r.Better == 0:
+	case row.Better == 0:
 		return Unknown
-	case r.Threshold == Off:
+	case row.Threshold == Off:
 		return Disabled
-	case MinP(r.Cmp.N1, r.Cmp.N2) > alpha:
-		return Undecided
-	case r.Cmp.P > cutoff:
+	case row.Constant:
 		return NoChange
-	case r.Worse() > r.Threshold:
-		return Regression
-	case r.Worse() > 0:
-		return WorseWithin
+	case row.Abs:
+		return absVerdict(row)
+	case row.Family < 0:
+		return NoChange // cannot happen: every gated relative row is in a family
 	}
-	return Improved
+	f := r.Families[row.Family]
+	switch {
+	case f.Significant && row.PAdj <= f.Level && row.Worse() > row.Threshold:
+		return Regression
+	case f.Significant && row.PAdj <= f.Level && row.Worse() > 0:
+		return WorseWithin
+	case f.Improved && row.PBetter*float64(f.Tests) <= r.Lone && row.Worse() < 0:
+		return Improved
+	case f.Undecided:
+		return Undecided
+	}
+	return NoChange
+}
+
+// absVerdict classifies a B/op or allocs/op row by the change of its
+// median in the unit itself.
+func absVerdict(row Row) Verdict {
+	switch w := row.Worse(); {
+	case w > row.Threshold:
+		return Regression
+	case w < -row.Threshold:
+		return Improved
+	}
+	return NoChange
 }
 
 func missingHint(key Key, cur *Set) string {
@@ -337,7 +364,28 @@ func ParsePercent(s string) (float64, error) {
 	return v / 100, nil
 }
 
-// ParseUnitThresholds parses "unit=pct,unit=off,..." into a map.
+// parseThreshold parses a threshold for unit: a percentage, or for an
+// absolute unit (AbsUnits) an amount in the unit, e.g. "128" for B/op.
+func parseThreshold(unit, val string) (float64, error) {
+	if !AbsUnits[unit] {
+		return ParsePercent(val)
+	}
+	val = strings.TrimSpace(val)
+	if strings.HasSuffix(val, "%") {
+		return 0, fmt.Errorf("threshold %q: %s is gated by absolute change: give an amount in %s, e.g. %s=%s", val, unit, unit, unit, absText(unit, DefaultUnitThresholds[unit]))
+	}
+	t, err := ParsePercent(val)
+	if err != nil {
+		return 0, fmt.Errorf("threshold %q: want a non-negative amount or off", val)
+	}
+	if t == Off {
+		return Off, nil
+	}
+	return t * 100, nil // ParsePercent divided by 100
+}
+
+// ParseUnitThresholds parses "unit=pct,unit=off,..." into a map; B/op and
+// allocs/op take an amount in their unit ("B/op=128").
 func ParseUnitThresholds(s string) (map[string]float64, error) {
 	m := make(map[string]float64)
 	for item := range strings.SplitSeq(s, ",") {
@@ -349,11 +397,12 @@ func ParseUnitThresholds(s string) (map[string]float64, error) {
 		if !ok || strings.TrimSpace(unit) == "" {
 			return nil, fmt.Errorf("unit threshold %q: want unit=percent", item)
 		}
-		t, err := ParsePercent(val)
+		unit = strings.TrimSpace(unit)
+		t, err := parseThreshold(unit, val)
 		if err != nil {
 			return nil, fmt.Errorf("unit %s: %w", unit, err)
 		}
-		m[strings.TrimSpace(unit)] = t
+		m[unit] = t
 	}
 	return m, nil
 }

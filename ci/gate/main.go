@@ -15,31 +15,77 @@
 // missing with the differing keys; list them in -ignore-config to compare
 // across, e.g., firmware versions on purpose.
 //
-// Statistics: every result line is one sample. For each unit present on
-// both sides the gate computes the median with a 95% confidence interval
-// and the two-sided Mann-Whitney U test (benchmath.AssumeNothing; "assume="
-// unit metadata is not used). A unit's direction comes from "Unit <unit>
-// better=lower|higher" lines in either file plus benchfmt's built-ins
-// (ns/op, B/op, allocs/op lower; MB/s higher). Port counter units
-// ("<counter>/run") are printed only in runs where the counter moved: a
-// run without one counts as 0. A p-value is significant when it passes
-// the Benjamini-Hochberg procedure at -alpha over all gated rows that can
-// reach -alpha (-no-correction: p ≤ -alpha for each row alone; one
-// comparison tests dozens of rows, and without a correction two runs of
-// the same build fail about every other time). A row is a REGRESSION when
-// it is significant AND the median is worse by more than the unit's threshold
-// (-threshold, default 5%; per unit -unit-threshold, defaults p99.9-ns=15%,
-// p99.99-ns=off, max-ns=off because tail quantiles rest on a handful of
-// operations). Units without a direction, or with threshold off, are
-// shown but not gated.
+// Statistics: every result line is one sample (one run). For each unit
+// present on both sides the gate prints the median with a 95% confidence
+// interval and the two-sided Mann-Whitney U test of the row alone
+// (benchmath.AssumeNothing; "assume=" unit metadata is not used). A unit's
+// direction comes from "Unit <unit> better=lower|higher" lines in either
+// file plus benchfmt's built-ins (ns/op, B/op, allocs/op lower; MB/s
+// higher). Port counter units ("<counter>/run") are printed only in runs
+// where the counter moved: a run without one counts as 0.
 //
-// A row is UNDECIDED when the sample sizes make p ≤ alpha impossible
-// (smallest possible p = 2/C(n1+n2, n1); at alpha 0.05 that needs 4 runs
-// per side). Undecided rows fail with exit 3 unless -allow-undecided:
-// too few runs cannot show that nothing regressed.
+// Decision: one test per benchmark. Its gated rate and latency units
+// (ns/op, MB/s, msgs/s, p50-ns ... p99.9-ns; not B/op and allocs/op, see
+// below) each get the one-sided U test that NEW is worse; units that rank
+// the runs identically (MB/s and msgs/s are ns/op inverted) count as one
+// test, and rows constant on both sides as none. The benchmark's p-value
+// is Holm's first step within it, k·min(p) for k distinct tests; the
+// benchmarks' p-values are corrected across with the Holm–Šidák step-down
+// procedure at -alpha (the smallest at 1−(1−alpha)^(1/m), m benchmarks).
+// A row is a REGRESSION when its benchmark is significant, the row is
+// significant within it (Holm-adjusted p ≤ the benchmark's level) AND its
+// median is worse by more than the unit's threshold (-threshold, default
+// 5%; per unit -unit-threshold, defaults p99.9-ns=15%, p99.99-ns=off,
+// max-ns=off because tail quantiles rest on a handful of operations).
+// Units without a direction, or with threshold off, are shown but not
+// gated. The chance that two runs of the same build fail is at most alpha
+// (runs independent between benchmarks); -no-correction tests every
+// benchmark at alpha alone.
 //
-// A row that passes only because p > alpha although its median is worse
-// by more than the threshold is listed as "suspect" (it does not fail).
+// Why this procedure: a regression usually slows one benchmark (a code
+// path), not many, so power must not depend on other rows moving. The
+// earlier Benjamini–Hochberg over all ~420 rows of the default matrix
+// needed about 19 rows at the smallest possible p before any counted,
+// more than one benchmark has, so a lone slower benchmark passed. The
+// choice among four procedures was made by simulation on the default
+// matrix (TestChooseProcedure, runs drawn from the rxe results in
+// testdata): at 8 runs per side, one benchmark 20% worse was caught in
+// 21 of 47 comparisons by Holm within the benchmark, 11 by a rank sum
+// over its units (O'Brien; outlier-prone units such as p99.9-ns dilute
+// the steady ones), 9 by ns/op alone, 12 by Benjamini–Hochberg over all
+// rows; none failed two samples of the same build more than 2 in 47
+// times. At 10 and 16 runs Benjamini–Hochberg over rows catches about as
+// many, but it cannot decide a lone benchmark with few runs.
+//
+// UNDECIDED: a benchmark whose test cannot reach the level it was tested
+// at even if its runs did not overlap at all (k·MinP(n1, n2) > level;
+// MinP = 1/C(n1+n2, n1)) is UNDECIDED: on the default matrix (47
+// benchmarks, about 5 distinct units each) that needs 8 runs per side.
+// The report says how many runs per side would be needed. Undecided rows
+// fail with exit 3 unless -allow-undecided: too few runs cannot show that
+// nothing regressed.
+//
+// Power: for every gated row the table's "detectable" column gives the
+// worsening above which the gate fails for sure when nothing else
+// changed: NEW's runs, moved to OLD's median times 1+w (rates 1−w) with
+// their own spread, give a one-sided p ≤ level/k, and w exceeds the
+// threshold. The summary names, per unit, the benchmark with the largest
+// such value ("with 10 runs per side, a MB/s regression under 11% of
+// WriteBW/... would pass unnoticed"). On the noisy rxe results in
+// testdata (a TCG guest on a loaded machine) many benchmarks vary by 1.5×
+// to 60× over 6 runs; there the default 10 runs per side catch a lone 20%
+// regression in about half of the simulated comparisons, and at a quarter
+// of that spread (log scale) in 97% (TestPowerAtRealSize).
+//
+// B/op and allocs/op are not tests: they count memory, not time. A row
+// fails when its median grew by more than an absolute threshold (B/op=64
+// bytes, since the runtime's own allocations move it by a few dozen bytes;
+// allocs/op=0.5, one more allocation per operation); the table shows
+// their change in the unit, never "+Inf%".
+//
+// A row that passes only for lack of significance although its median is
+// worse by more than the threshold is listed as "suspect" (it does not
+// fail).
 //
 // Exit status: 0 no regression; 1 regression(s) or benchmarks missing in
 // NEW (unless -allow-missing), each named; 2 unreadable or empty input,
@@ -73,7 +119,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ignore := fs.String("ignore-config", "cpu,rdma-node-guid", "comma-separated file configuration keys not used for pairing")
 	allowMissing := fs.Bool("allow-missing", false, "do not fail when a benchmark of OLD is missing in NEW")
 	allowUndecided := fs.Bool("allow-undecided", false, "do not fail (exit 3) when there are too few runs to decide")
-	noCorrection := fs.Bool("no-correction", false, "test every row at -alpha on its own instead of the Benjamini-Hochberg correction over all gated rows")
+	noCorrection := fs.Bool("no-correction", false, "test every benchmark at -alpha on its own instead of the Holm–Šidák correction over all benchmarks")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gate [flags] OLD NEW\n\nExit: 0 ok, 1 regression/missing, 2 bad input or usage, 3 undecided (too few runs).\n\n")
 		fs.PrintDefaults()
@@ -163,7 +209,13 @@ func resultText(code int, rep *Report) string {
 	case ExitRegression:
 		return fmt.Sprintf("FAIL: %d regressions, %d missing in NEW", len(rep.Regressions()), len(rep.Missing))
 	case ExitUndecided:
-		return fmt.Sprintf("CANNOT DECIDE: %d rows with too few runs (use more -count or -allow-undecided)", len(rep.Undecided()))
+		need := 0
+		for _, f := range rep.Families {
+			if f.Undecided {
+				need = max(need, RunsNeeded(f.Tests, f.Level))
+			}
+		}
+		return fmt.Sprintf("CANNOT DECIDE: %d rows with too few runs; %d runs per side needed (-count, or -allow-undecided)", len(rep.Undecided()), need)
 	}
 	return "ERROR: nothing gated to compare (no shared benchmark with a unit of known direction and a threshold)"
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,12 @@ import (
 func (r Row) Label() string {
 	switch r.Verdict {
 	case NoChange:
+		if r.Constant {
+			return "ok: constant on both sides (not a test)"
+		}
+		if r.Abs {
+			return fmt.Sprintf("ok: within %s", absText(r.Unit, r.Threshold))
+		}
 		if r.Suspect() {
 			return fmt.Sprintf("ok: not significant, but median worse by %s > %s (noisy? more runs?)", pct(r.Worse()), pct(r.Threshold))
 		}
@@ -20,17 +27,64 @@ func (r Row) Label() string {
 	case Improved:
 		return "ok: improved"
 	case WorseWithin:
-		return fmt.Sprintf("ok: worse, but ≤ %s", pct(r.Threshold))
+		return fmt.Sprintf("ok: worse, but ≤ %s", r.thresholdText())
 	case Unknown:
 		return "not gated: direction unknown"
 	case Disabled:
 		return "not gated: threshold off"
 	case Undecided:
-		return fmt.Sprintf("UNDECIDED: too few runs (smallest possible p=%.2g > alpha %g)", MinP(r.Cmp.N1, r.Cmp.N2), r.Cmp.Alpha)
+		return "UNDECIDED: too few runs for the benchmark's test"
 	case Regression:
-		return fmt.Sprintf("REGRESSION: worse by %s > %s", pct(r.Worse()), pct(r.Threshold))
+		return fmt.Sprintf("REGRESSION: worse by %s > %s", r.worseText(), r.thresholdText())
 	}
 	return "?"
+}
+
+// worseText is Worse as a percentage, or in the unit for Abs rows.
+func (r Row) worseText() string {
+	if r.Abs {
+		return absText(r.Unit, r.Worse())
+	}
+	return pct(r.Worse())
+}
+
+func (r Row) thresholdText() string {
+	if r.Abs {
+		return absText(r.Unit, r.Threshold)
+	}
+	return pct(r.Threshold)
+}
+
+// deltaText is the change of the medians: relative, or in the unit for
+// Abs rows and when OLD's median is 0 (never "+Inf%").
+func (r Row) deltaText() string {
+	if r.Abs || r.Old.Center == 0 {
+		d := r.New.Center - r.Old.Center
+		s := FormatValue(d)
+		if d > 0 {
+			s = "+" + s
+		}
+		return s + " " + r.Unit
+	}
+	return signedPct(r.Delta)
+}
+
+// detectableText is Detectable for the table: "-" for rows not gated.
+func (r Row) detectableText() string {
+	switch {
+	case r.Family < 0 && !r.Abs:
+		return "-"
+	case r.Detectable == Off:
+		return "none"
+	case r.Abs:
+		return ">" + absText(r.Unit, r.Detectable)
+	}
+	return ">" + pct(r.Detectable)
+}
+
+// absText formats an amount of an absolute unit, e.g. "64 B/op".
+func absText(unit string, v float64) string {
+	return FormatValue(v) + " " + unit
 }
 
 // pct formats a fraction as a percentage.
@@ -57,9 +111,12 @@ func (r *Report) WriteTable(w io.Writer, oldPath, newPath string) error {
 	fmt.Fprintf(w, "gate: OLD=%s NEW=%s\n", oldPath, newPath)
 	fmt.Fprintf(w, "  values: median over runs (one per result line) in the unit the benchmark printed (ns = nanoseconds, MB/s = 10^6 bytes/s);\n")
 	fmt.Fprintf(w, "  ±: %.0f%% confidence interval of the median, as %% of the median; delta = (new−old)/old of the medians;\n", Confidence*100)
-	fmt.Fprintf(w, "  p: two-sided Mann-Whitney U test, n = runs OLD+NEW; regression = significant and worse by more than the threshold\n")
+	fmt.Fprintf(w, "  p: two-sided Mann-Whitney U test of the row alone, n = runs OLD+NEW (shown; the decision is per benchmark)\n")
 	fmt.Fprintf(w, "  significant: %s\n", r.significanceText())
+	fmt.Fprintf(w, "  regression: the benchmark significantly slower, the row significant within it (Holm), and its median worse by more than the threshold;\n")
+	fmt.Fprintf(w, "    B/op and allocs/op (not tests): the median grew by more than the threshold in the unit\n")
 	fmt.Fprintf(w, "  thresholds: %s\n", r.thresholdText())
+	fmt.Fprintf(w, "  detectable: a worsening of the row above this fails the gate for sure when nothing else changed (given n and the spread); below it, it can pass\n")
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	config := "\x00" // impossible value: forces the first header
@@ -67,13 +124,13 @@ func (r *Report) WriteTable(w io.Writer, oldPath, newPath string) error {
 		if row.Key.Config != config {
 			config = row.Key.Config
 			fmt.Fprintf(tw, "\nconfig: %s\n", strings.ReplaceAll(config, "\n", " "))
-			fmt.Fprintf(tw, "name\tunit\told\t±\tnew\t±\tdelta\tp, n\tverdict\n")
+			fmt.Fprintf(tw, "name\tunit\told\t±\tnew\t±\tdelta\tp, n\tdetectable\tverdict\n")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			row.Key.Name, row.Unit,
 			FormatValue(row.Old.Center), row.Old.PctRangeString(),
 			FormatValue(row.New.Center), row.New.PctRangeString(),
-			signedPct(row.Delta), row.Cmp.String(), row.Label())
+			row.deltaText(), row.Cmp.String(), row.detectableText(), row.Label())
 	}
 	return tw.Flush()
 }
@@ -85,25 +142,25 @@ func signedPct(f float64) string {
 	return pct(f)
 }
 
-// significanceText states which p-values count as significant.
+// significanceText states how a benchmark is tested and corrected.
 func (r *Report) significanceText() string {
+	test := "one test per benchmark: its gated rate and latency units' one-sided Mann-Whitney U tests (NEW worse) combined by Holm (units ranking the runs alike count once)"
 	if r.Opt.NoCorrection {
-		return fmt.Sprintf("p ≤ alpha %g for each of the %d decidable gated rows (no multiple-comparison correction)", r.Opt.Alpha, r.Tested)
+		return fmt.Sprintf("%s, each of the %d benchmarks at p ≤ alpha %g (no multiple-comparison correction)", test, len(r.Families), r.Opt.Alpha)
 	}
-	cut := "none"
-	if r.Cutoff > 0 {
-		cut = fmt.Sprintf("p ≤ %.3g", r.Cutoff)
-	}
-	return fmt.Sprintf("Benjamini-Hochberg at alpha %g over the %d decidable gated rows: %s", r.Opt.Alpha, r.Tested, cut)
+	return fmt.Sprintf("%s; Holm–Šidák over the %d benchmarks at alpha %g: a lone slower benchmark needs p ≤ %.3g", test, len(r.Families), r.Opt.Alpha, r.Lone)
 }
 
 func (r *Report) thresholdText() string {
 	parts := []string{"default " + pct(r.Opt.Threshold)}
 	for _, u := range sortedUnits(r.Opt.UnitThresholds) {
 		t := r.Opt.UnitThresholds[u]
-		if t == Off {
+		switch {
+		case t == Off:
 			parts = append(parts, u+" off")
-		} else {
+		case AbsUnits[u]:
+			parts = append(parts, u+" "+absText(u, t))
+		default:
 			parts = append(parts, u+" "+pct(t))
 		}
 	}
@@ -118,12 +175,12 @@ func (r *Report) WriteSummary(w io.Writer) {
 		len(r.Rows), r.Gated(), len(regs), len(und), len(r.Missing), len(r.Added))
 	for _, row := range regs {
 		fmt.Fprintf(w, "REGRESSION: %s %s: %s → %s (%s, %s)\n", row.Key.Name, row.Unit,
-			FormatValue(row.Old.Center), FormatValue(row.New.Center), signedPct(row.Delta), row.Cmp.String())
+			FormatValue(row.Old.Center), FormatValue(row.New.Center), row.deltaText(), row.Cmp.String())
 	}
 	for _, row := range r.Rows {
 		if row.Suspect() {
 			fmt.Fprintf(w, "suspect (not significant, does not fail): %s %s: %s → %s (%s, %s)\n", row.Key.Name, row.Unit,
-				FormatValue(row.Old.Center), FormatValue(row.New.Center), signedPct(row.Delta), row.Cmp.String())
+				FormatValue(row.Old.Center), FormatValue(row.New.Center), row.deltaText(), row.Cmp.String())
 		}
 	}
 	for _, m := range r.Missing {
@@ -132,10 +189,13 @@ func (r *Report) WriteSummary(w io.Writer) {
 	for _, k := range r.Added {
 		fmt.Fprintf(w, "new in NEW (not gated): %s\n", k.Name)
 	}
-	for _, row := range und {
-		fmt.Fprintf(w, "UNDECIDED: %s %s: n=%d+%d runs; no p ≤ %g is possible below %s; run more (-count)\n",
-			row.Key.Name, row.Unit, row.Cmp.N1, row.Cmp.N2, r.Opt.Alpha, minRunsText(r.Opt.Alpha))
+	for _, f := range r.Families {
+		if f.Undecided {
+			fmt.Fprintf(w, "UNDECIDED: %s: n=%d+%d runs: its smallest possible p %.2g (%d tests × %.2g) > %.3g (the level it was tested at); needs %d runs per side (-count)\n",
+				f.Key.Name, f.N1, f.N2, float64(f.Tests)*MinP(f.N1, f.N2), f.Tests, MinP(f.N1, f.N2), f.Level, RunsNeeded(f.Tests, f.Level))
+		}
 	}
+	r.writePower(w)
 	if len(r.UnknownUnits) > 0 {
 		fmt.Fprintf(w, "not gated, direction unknown (declare with a \"Unit <unit> better=lower|higher\" line): %s\n",
 			strings.Join(r.UnknownUnits, ", "))
@@ -145,12 +205,44 @@ func (r *Report) WriteSummary(w io.Writer) {
 	}
 }
 
-// minRunsText says how many runs per side make p ≤ alpha possible.
-func minRunsText(alpha float64) string {
-	for n := 1; n <= 50; n++ {
-		if MinP(n, n) <= alpha {
-			return fmt.Sprintf("%d runs per side", n)
+// writePower prints, per gated unit, the largest worsening that would
+// have passed unnoticed: the benchmark whose row has the largest
+// Detectable, and the median over the benchmarks.
+func (r *Report) writePower(w io.Writer) {
+	byUnit := map[string][]Row{}
+	var units []string
+	for _, row := range r.Rows {
+		if row.Family < 0 || row.Verdict == Unknown || row.Verdict == Disabled {
+			continue
 		}
+		if _, ok := byUnit[row.Unit]; !ok {
+			units = append(units, row.Unit)
+		}
+		byUnit[row.Unit] = append(byUnit[row.Unit], row)
 	}
-	return "50 runs per side"
+	if len(units) > 0 {
+		fmt.Fprintf(w, "power (a regression confined to one benchmark, given the runs and the observed spread):\n")
+	}
+	for _, u := range units {
+		rows := byUnit[u]
+		worst := rows[0]
+		ds := make([]float64, len(rows))
+		for i, row := range rows {
+			ds[i] = row.Detectable
+			if row.Detectable > worst.Detectable {
+				worst = row
+			}
+		}
+		slices.Sort(ds)
+		runs := fmt.Sprintf("%d runs per side", worst.Cmp.N1)
+		if worst.Cmp.N1 != worst.Cmp.N2 {
+			runs = fmt.Sprintf("%d+%d runs", worst.Cmp.N1, worst.Cmp.N2)
+		}
+		if worst.Detectable == Off {
+			fmt.Fprintf(w, "  with %s, no %s regression of %s could fail the gate (too few runs, or values ≤ 0)\n", runs, u, worst.Key.Name)
+			continue
+		}
+		fmt.Fprintf(w, "  with %s, a %s regression under %s of %s would pass unnoticed (median over %d benchmarks: %s)\n",
+			runs, u, pct(worst.Detectable), worst.Key.Name, len(rows), pct(ds[len(ds)/2]))
+	}
 }
