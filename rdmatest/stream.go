@@ -32,11 +32,11 @@ import (
 //     receives stocked until the other's messages have all arrived).
 //     MB/s counts the payload of both directions, msgs/s = 2·b.N /
 //     elapsed, and the latency percentiles merge both sides' samples.
-//   - Inbound: msgs/s is the passive side's rate: (R − R₁) / (t_last −
-//     t_first), where R receives completed at B, t_first and t_last are
-//     when B's poll first and last returned receive completions and R₁
-//     is how many the first poll returned. No MB/s is reported; ns/op
-//     and the latency percentiles stay the requester's.
+//   - Inbound: msgs/s is the passive side's rate: R / (t_last − t_post),
+//     where R receives completed at B, t_last is when B's poll last
+//     returned receive completions and t_post the requester's first post
+//     (one clock: both loops run in this process). No MB/s is reported;
+//     ns/op and the latency percentiles stay the requester's.
 //   - Threads ≥ 1: see streamThreads.
 //   - Counters, Stride (atomics): WR k of a QP targets counter k mod
 //     Counters, at Stride·(k mod Counters) bytes into the passive side's
@@ -128,7 +128,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	reportLatencyHeld(b, rec)
 	switch {
 	case s.Inbound:
-		sink.reportInbound(b)
+		sink.reportInbound(b, res.First)
 	default:
 		reportLoopRate(b, "msgs/s", msgs, elapsed)
 		b.ReportMetric(float64(msgs*int64(s.Size))/1e6/elapsed.Seconds(), "MB/s")
@@ -233,21 +233,14 @@ func (p *Pair) stopSink(resp *responder, s *Spec, n int64) (*sinkReport, error) 
 }
 
 // reportInbound reports msgs/s as the passive side saw it: see Stream's
-// Inbound.
-func (r *sinkReport) reportInbound(b *testing.B) {
+// Inbound. first is the requester's first post (the same clock: both
+// loops run in this process).
+func (r *sinkReport) reportInbound(b *testing.B, first int64) {
 	b.Helper()
 	if r.res == nil {
 		b.Fatal("rdmatest: side=responder needs the in-process passive side's receive counts")
 	}
-	res := r.res
-	span := time.Duration(res.RecvT1 - res.RecvT0).Seconds()
-	if res.Recvs-res.RecvFirst < 1 || span <= 0 {
-		// One poll saw every receive: the rate is at least what the
-		// requester measured, but the passive side cannot time it.
-		b.Logf("rdmatest: no inbound rate: the passive side saw all %d receives in one poll (run more iterations)", res.Recvs)
-		return
-	}
-	b.ReportMetric(float64(res.Recvs-res.RecvFirst)/span, "msgs/s")
+	reportLoopRate(b, "msgs/s", r.res.Recvs, time.Duration(r.res.RecvT1-first))
 }
 
 // reportDelivery checks and reports the receives a local sink counted
