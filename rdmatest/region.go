@@ -1,7 +1,7 @@
 package rdmatest
 
 import (
-	"runtime"
+	"runtime/debug"
 	"syscall"
 	"testing"
 	"time"
@@ -18,11 +18,15 @@ type region struct {
 // beforeRun is the last step before a timed region: it finishes any
 // garbage collection the setup's allocations started (a GC cycle running
 // into the region would put its mark worker on a CPU a loop spins on;
-// the loops allocate nothing, so none starts later), then reads the
-// port's counters (nil when the device has none: the run goes on without
+// the loops allocate nothing, so none starts later) and returns the free
+// memory to the OS now (debug.FreeOSMemory), so that the runtime's
+// background scavenger has nothing to do during the run: its madvise
+// calls would wake a thread on a CPU a loop spins on and send TLB
+// shootdowns to every CPU running the process. Then it reads the port's
+// counters (nil when the device has none: the run goes on without
 // counter deltas) and the process's CPU time.
 func beforeRun(b *testing.B, d *Dev) *region {
-	runtime.GC()
+	debug.FreeOSMemory()
 	r := &region{}
 	c, err := ReadCounters(d.Name(), d.Port)
 	if err != nil {
