@@ -204,6 +204,41 @@ func TestHolmWithinBenchmark(t *testing.T) {
 	assert.InDeltaSlice(t, []float64{3.0 / 924, 3.0 / 924, 0.3, 0.02}, adj, 1e-12)
 }
 
+func TestParsePercent(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    float64
+		wantErr bool
+	}{
+		{"5%", 0.05, false},
+		{"15", 0.15, false},
+		{" 0.5% ", 0.005, false},
+		{"off", math.Inf(1), false},
+		{"OFF", math.Inf(1), false},
+		{"-1%", 0, true},
+		{"NaN", 0, true},
+		{"x", 0, true},
+		{"", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParsePercent(tt.in)
+		if tt.wantErr {
+			assert.Error(t, err, tt.in)
+			continue
+		}
+		require.NoError(t, err, tt.in)
+		assert.InDelta(t, tt.want, got, 1e-12, tt.in)
+	}
+	m, err := ParseUnitThresholds("p99.9-ns=15%, max-ns=off,")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{"p99.9-ns": 0.15, "max-ns": Off}, m)
+	m, err = ParseUnitThresholds("B/op=128,allocs/op=off")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{"B/op": 128, "allocs/op": Off}, m, "memory units take an amount")
+	_, err = ParseUnitThresholds("B/op=5%")
+	assert.ErrorContains(t, err, "absolute change")
+}
+
 func TestVerdictDirection(t *testing.T) {
 	tests := []struct {
 		name        string
