@@ -3,6 +3,7 @@ package rdmatest
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/verbs"
@@ -65,6 +66,11 @@ type Side struct {
 	// Peer describes the other side's QP i, as a remote host would
 	// publish it.
 	Peer []Target
+	// QKey is the UD queue key of the side's QPs and of the datagrams it
+	// sends: random per pair (NewSide draws one; both sides of a pair,
+	// local or remote, use the same), as perftest and rc_pingpong do, so a
+	// stranger cannot guess it.
+	QKey uint32
 
 	slot  int // bytes per slot, 64-aligned (including a UD GRH)
 	depth int
@@ -134,6 +140,7 @@ func (s *Side) Connect(d *Dev, pd *verbs.PD, res *Resources, transport verbs.Tra
 	for i, qp := range s.QPs {
 		err := qp.Connect(verbs.ConnectConfig{
 			Port: d.Port, GIDIndex: d.GID.Index, MTU: mtu, LocalPSN: local[i].PSN, Remote: remote[i], Access: access,
+			QKey: s.QKey,
 		})
 		if err != nil {
 			return fmt.Errorf("rdmatest: connecting QP %#x to %#x: %w", local[i].QPN, remote[i].QPN, err)
@@ -145,7 +152,7 @@ func (s *Side) Connect(d *Dev, pd *verbs.PD, res *Resources, transport verbs.Tra
 				return fmt.Errorf("rdmatest: address handle: %w", err)
 			}
 			res.Add(ah)
-			t.Dest = ah.Dest(remote[i].QPN, verbs.DefaultQKey)
+			t.Dest = ah.Dest(remote[i].QPN, s.QKey)
 		}
 		s.Peer = append(s.Peer, t)
 	}
@@ -157,7 +164,7 @@ func (s *Side) Connect(d *Dev, pd *verbs.PD, res *Resources, transport verbs.Tra
 // the QPs. Everything goes into res.
 func NewSide(d *Dev, pd *verbs.PD, res *Resources, c PairConfig, srq bool, access verbs.Access) (*Side, error) {
 	c.defaults()
-	s := &Side{depth: c.SendDepth}
+	s := &Side{depth: c.SendDepth, QKey: randomQKey()}
 	s.slot = c.SlotSize
 	if c.Transport == verbs.TransportUD {
 		s.slot += grhBytes
@@ -277,6 +284,7 @@ func (p *Pair) open() error {
 	if p.B, err = NewSide(d, p.PD, &p.res, cfg, cfg.SRQ, allAccess); err != nil {
 		return err
 	}
+	p.B.QKey = p.A.QKey
 	epB, err := p.B.Endpoints(d, 1)
 	if err != nil {
 		return err
@@ -295,5 +303,14 @@ func (p *Pair) close() error {
 	return errors.Join(err, p.res.Close())
 }
 
-// psn gives each QP of each side its own starting packet sequence number.
-func psn(i, side int) uint32 { return uint32(0x1000*(i+1) + side*0x800) }
+// psn returns a random starting packet sequence number (24 bits) for QP
+// i of a side, new for every connection, as perftest and rc_pingpong do
+// (lrand48() & 0xffffff): a stranger on the network cannot predict the
+// PSNs of a session. The arguments (QP index, side) only document the
+// call.
+func psn(_, _ int) uint32 { return rand.Uint32() & 0xffffff }
+
+// randomQKey returns a random UD queue key: non-zero (0 means the default
+// to verbs) and without the top bit (a "controlled" Q_Key, which a QP may
+// not use in its datagrams).
+func randomQKey() uint32 { return rand.Uint32N(0x7fffffff) + 1 }

@@ -41,23 +41,23 @@ type Passive struct {
 }
 
 // NewPassive builds the passive side that req asks for on d and connects
-// it to the client's QPs. The caller closes it.
+// it to the client's QPs. req is checked first (CheckSetup): an invalid
+// or inconsistent request is an error before anything is created. The
+// caller closes it.
 func NewPassive(d *Dev, req *oob.Setup, timeout time.Duration) (*Passive, error) {
+	if err := CheckSetup(req, d.Limits()); err != nil {
+		return nil, err
+	}
+	spec, _, err := SetupSpec(req)
+	if err != nil {
+		return nil, err
+	}
 	sc := req.Scenario
-	op, err := verbs.ParseOpcode(sc.Op)
-	if err != nil {
-		return nil, err
-	}
-	transport, err := verbs.ParseTransport(sc.Transport)
-	if err != nil {
-		return nil, err
-	}
-	p := &Passive{role: sc.Role, recvDepth: sc.RecvDepth, timeout: timeout,
-		spec: Spec{Op: op, Transport: transport, Size: sc.Size, Inline: sc.Inline > 0, SRQ: sc.SRQ}}
+	p := &Passive{role: sc.Role, recvDepth: sc.RecvDepth, timeout: timeout, spec: spec}
 	p.spec.defaults()
-	cfg := PairConfig{Transport: transport, QPs: sc.QPs, SlotSize: sc.SlotSize, SendDepth: sc.SendDepth,
+	cfg := PairConfig{Transport: spec.Transport, QPs: sc.QPs, SlotSize: sc.SlotSize, SendDepth: sc.SendDepth,
 		RecvDepth: sc.RecvDepth, Inline: sc.Inline, SRQ: sc.SRQ}
-	if err := p.open(d, req, cfg, PassiveAccess(op)); err != nil {
+	if err := p.open(d, req, cfg, PassiveAccess(spec.Op)); err != nil {
 		p.res.Close()
 		return nil, err
 	}
@@ -72,6 +72,9 @@ func (p *Passive) open(d *Dev, req *oob.Setup, cfg PairConfig, access verbs.Acce
 	p.res.Add(pd)
 	if p.side, err = NewSide(d, pd, &p.res, cfg, cfg.SRQ, access); err != nil {
 		return err
+	}
+	if req.QKey != 0 {
+		p.side.QKey = req.QKey // the client's, for both directions
 	}
 	local, err := p.side.Endpoints(d, 1)
 	if err != nil {

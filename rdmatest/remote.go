@@ -44,11 +44,39 @@ func dialPeer(addr, token string, timeout time.Duration) (*remote, error) {
 		time.Sleep(wait)
 	}
 	r := &remote{conn: conn, timeout: timeout}
-	if err := r.call(oob.MsgHello, &oob.Hello{Version: oob.Version, Token: token, Client: hostname()}, oob.MsgHelloOK, &r.hello); err != nil {
+	if err := r.handshake(token); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("rdmatest: peer %s: %w", addr, err)
 	}
 	return r, nil
+}
+
+// ErrPeerAuth is a peer that failed to prove it knows the token.
+var ErrPeerAuth = errors.New("the peer did not prove it knows the token (a different token, or not the peer you meant)")
+
+// handshake says hello and proves knowledge of token without sending it
+// (package oob, Authentication); with a token, the peer must prove it
+// too.
+func (r *remote) handshake(token string) error {
+	nonce, err := oob.NewNonce()
+	if err != nil {
+		return err
+	}
+	var ch oob.Challenge
+	if err := r.call(oob.MsgHello, &oob.Hello{Version: oob.Version, Client: hostname(), Nonce: nonce}, oob.MsgChallenge, &ch); err != nil {
+		return err
+	}
+	if ch.TokenRequired && token == "" {
+		return errors.New("the peer requires a token: set RDMA_PEER_TOKEN (or -rdma.peer-token) to the peer's")
+	}
+	auth := &oob.Auth{Proof: oob.ClientProof(token, ch.Nonce, nonce)}
+	if err := r.call(oob.MsgAuth, auth, oob.MsgHelloOK, &r.hello); err != nil {
+		return err
+	}
+	if ch.TokenRequired && !oob.ProofOK(r.hello.Proof, oob.PeerProof(token, nonce, ch.Nonce)) {
+		return ErrPeerAuth
+	}
+	return nil
 }
 
 // call sends one message and decodes the answer, within the deadline.
@@ -126,15 +154,8 @@ func (p *Pair) openRemote(epA []verbs.Endpoint) error {
 		return err
 	}
 	p.remote = r
-	r.role = roleFor(cfg.Spec, cfg.Streaming)
-	req := &oob.Setup{
-		Scenario: oob.Scenario{
-			Op: cfg.Spec.Op.String(), Transport: cfg.Transport.String(), Role: r.role, Size: cfg.Spec.Size,
-			QPs: cfg.QPs, SendDepth: cfg.SendDepth, RecvDepth: cfg.RecvDepth, SlotSize: cfg.SlotSize,
-			Inline: cfg.Inline, SRQ: cfg.SRQ,
-		},
-		MTU: d.PortAttr.ActiveMTU,
-	}
+	req := setupRequest(&cfg, d.PortAttr.ActiveMTU, p.A.QKey)
+	r.role = req.Scenario.Role
 	for i, ep := range epA {
 		req.Endpoints = append(req.Endpoints, toOOB(ep))
 		req.Targets = append(req.Targets, oob.Target{Addr: p.A.In(i, 1).Addr, RKey: p.A.MR.RKey()})
@@ -155,6 +176,21 @@ func (p *Pair) openRemote(epA []verbs.Endpoint) error {
 		targets = append(targets, Target{QPN: remoteEps[i].QPN, Addr: t.Addr, RKey: t.RKey})
 	}
 	return p.A.Connect(d, p.PD, &p.res, cfg.Transport, epA, remoteEps, targets, allAccess, ok.MTU)
+}
+
+// setupRequest is the Setup a client sends for cfg (with defaults
+// applied and its Spec set), without the endpoints and targets: the
+// scenario, the client's MTU and the session's QKey.
+func setupRequest(cfg *PairConfig, mtu int, qkey uint32) *oob.Setup {
+	return &oob.Setup{
+		Scenario: oob.Scenario{
+			Op: cfg.Spec.Op.String(), Transport: cfg.Transport.String(), Role: roleFor(cfg.Spec, cfg.Streaming), Size: cfg.Spec.Size,
+			QPs: cfg.QPs, SendDepth: cfg.SendDepth, RecvDepth: cfg.RecvDepth, SlotSize: cfg.SlotSize,
+			Inline: cfg.Inline, SRQ: cfg.SRQ,
+		},
+		MTU:  mtu,
+		QKey: qkey,
+	}
 }
 
 func toOOB(ep verbs.Endpoint) oob.Endpoint {

@@ -3,25 +3,38 @@ package oob
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Limits on what a client may ask of a peer; the peer may enforce lower
 // ones of its own.
 const (
-	MaxQPs      = 1024
-	MaxDepth    = 1 << 16
-	MaxSize     = 1 << 30
-	MaxTokenLen = 256
-	MaxNameLen  = 64
-	MaxMsgLen   = 1024
-	MaxInline   = 4096
+	MaxQPs     = 1024
+	MaxDepth   = 1 << 16
+	MaxSize    = 1 << 30
+	MaxNameLen = 64
+	MaxMsgLen  = 1024
+	MaxInline  = 4096
+	// MaxQKey is the largest Q_Key a session may use: the top bit marks
+	// a "controlled" Q_Key, which a QP cannot send with.
+	MaxQKey = 0x7fffffff
+	// NonceLen and ProofLen are the byte lengths of the handshake's
+	// nonces and proofs (HMAC-SHA256).
+	NonceLen = 32
+	ProofLen = 32
 )
 
 // Hello opens a conversation.
 type Hello struct {
 	Version int    `json:"version"`
-	Token   string `json:"token,omitempty"` // shared secret, when the peer requires one
-	Client  string `json:"client"`          // free text for the peer's log
+	Client  string `json:"client"` // free text for the peer's log
+	// Nonce is the client's challenge to the peer (NonceLen random
+	// bytes): the peer's HelloOK proves with it that the peer knows the
+	// token too.
+	Nonce []byte `json:"nonce"`
 }
 
 // Validate checks the bounds.
@@ -30,9 +43,30 @@ func (m *Hello) Validate() error {
 	if m.Version != Version {
 		errs = append(errs, fmt.Errorf("version %d, this side speaks %d", m.Version, Version))
 	}
-	errs = append(errs, maxLen("token", m.Token, MaxTokenLen), maxLen("client", m.Client, MaxNameLen))
+	errs = append(errs, maxLen("client", m.Client, MaxNameLen), exactLen("nonce", m.Nonce, NonceLen))
 	return errors.Join(errs...)
 }
+
+// Challenge is the peer's answer to Hello: a fresh nonce for this
+// connection, which the client's Auth must cover.
+type Challenge struct {
+	Nonce []byte `json:"nonce"`
+	// TokenRequired tells whether the peer checks the proof (a peer
+	// without a token, on loopback or a trusted network, accepts any).
+	TokenRequired bool `json:"token_required"`
+}
+
+// Validate checks the bounds.
+func (m *Challenge) Validate() error { return exactLen("nonce", m.Nonce, NonceLen) }
+
+// Auth proves that the client knows the peer's token without sending it:
+// Proof is ClientProof(token, the peer's nonce, the client's nonce).
+type Auth struct {
+	Proof []byte `json:"proof"`
+}
+
+// Validate checks the bounds.
+func (m *Auth) Validate() error { return exactLen("proof", m.Proof, ProofLen) }
 
 // HelloOK describes the peer's device, for the client's configuration
 // lines.
@@ -41,12 +75,19 @@ type HelloOK struct {
 	Provider string `json:"provider"`
 	FW       string `json:"fw"`
 	MTU      int    `json:"mtu"`
+	// Proof is PeerProof(token, the client's nonce, the peer's nonce)
+	// when the peer requires a token; empty otherwise.
+	Proof []byte `json:"proof,omitempty"`
 }
 
 // Validate checks the bounds.
 func (m *HelloOK) Validate() error {
-	return errors.Join(maxLen("device", m.Device, MaxNameLen), maxLen("provider", m.Provider, MaxNameLen),
-		maxLen("fw", m.FW, MaxNameLen), oneOf("mtu", m.MTU, 256, 512, 1024, 2048, 4096))
+	errs := []error{maxLen("device", m.Device, MaxNameLen), maxLen("provider", m.Provider, MaxNameLen),
+		maxLen("fw", m.FW, MaxNameLen), oneOf("mtu", m.MTU, 256, 512, 1024, 2048, 4096)}
+	if len(m.Proof) > 0 {
+		errs = append(errs, exactLen("proof", m.Proof, ProofLen))
+	}
+	return errors.Join(errs...)
 }
 
 // Scenario is what the passive side must provide.
@@ -86,6 +127,9 @@ type Setup struct {
 	// answers go (write-echo writes there).
 	Targets []Target `json:"targets"`
 	MTU     int      `json:"mtu"`
+	// QKey is the UD queue key of the session (random, chosen by the
+	// client): both sides' QPs take it and their datagrams carry it.
+	QKey uint32 `json:"qkey"`
 }
 
 // Validate checks the bounds.
@@ -102,6 +146,9 @@ func (m *Setup) Validate() error {
 		between("slot_size", s.SlotSize, 1, MaxSize),
 		between("inline", s.Inline, 0, MaxInline),
 		oneOf("mtu", m.MTU, 256, 512, 1024, 2048, 4096),
+	}
+	if m.QKey == 0 || m.QKey > MaxQKey {
+		errs = append(errs, fmt.Errorf("qkey %#x out of range 0x1..%#x", m.QKey, MaxQKey))
 	}
 	if len(m.Endpoints) != s.QPs {
 		errs = append(errs, fmt.Errorf("%d endpoints for qps %d", len(m.Endpoints), s.QPs))
@@ -125,6 +172,8 @@ func (e *Endpoint) validate(i int) error {
 	}
 	if len(e.GID) > 39 {
 		errs = append(errs, fmt.Errorf("endpoint %d: gid of %d characters exceeds 39", i, len(e.GID)))
+	} else if net.ParseIP(e.GID) == nil {
+		errs = append(errs, fmt.Errorf("endpoint %d: gid %q is not an IP address", i, e.GID))
 	}
 	return errors.Join(errs...)
 }
@@ -185,9 +234,40 @@ type Error struct {
 // Validate checks the bounds.
 func (m *Error) Validate() error { return maxLen("msg", m.Msg, MaxMsgLen) }
 
+// Sanitize returns s fit for a log line or an error message: at most
+// MaxMsgLen bytes (cut on a rune boundary, marked with "…"), with
+// control characters and invalid UTF-8 replaced by "?", so that what a
+// remote side sends cannot forge log lines or flood a terminal.
+func Sanitize(s string) string {
+	const ellipsis = "…"
+	limit := MaxMsgLen
+	if len(s) > MaxMsgLen {
+		limit -= len(ellipsis)
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			r = '?'
+		}
+		if b.Len()+utf8.RuneLen(r) > limit {
+			b.WriteString(ellipsis)
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 func maxLen(name, s string, n int) error {
 	if len(s) > n {
 		return fmt.Errorf("%s of %d bytes exceeds %d", name, len(s), n)
+	}
+	return nil
+}
+
+func exactLen(name string, b []byte, n int) error {
+	if len(b) != n {
+		return fmt.Errorf("%s of %d bytes, want %d", name, len(b), n)
 	}
 	return nil
 }

@@ -17,18 +17,36 @@
 //
 // # Conversation
 //
-//	client → Hello{Version, Token}            peer → HelloOK{Device…} or Error
-//	client → Setup{Scenario, Endpoints}       peer → SetupOK{Endpoints, Targets} or Error
+//	client → Hello{Version, Client, Nonce}    peer → Challenge{Nonce, TokenRequired} or Error
+//	client → Auth{Proof}                      peer → HelloOK{Device…, Proof} or Error
+//	client → Setup{Scenario, Endpoints, QKey} peer → SetupOK{Endpoints, Targets} or Error
 //	client → Start                            peer → Started (its passive role runs)
 //	client → Stop                             peer → Stopped{Counts}; resources released
 //
 // A connection that closes at any point releases everything the peer made
-// for it.
+// for it; the peer may send an Error instead of any answer (a refusal, or
+// its shutdown).
+//
+// # Authentication
+//
+// The token never travels. Each side sends a fresh random nonce; the
+// client proves it knows the token with ClientProof (HMAC-SHA256 keyed
+// with the token over the peer's nonce and its own), the peer with
+// PeerProof over the same nonces in the other order; both compare in
+// constant time (hmac.Equal). A recorded handshake is useless on another
+// connection, whose peer nonce differs. The exchange does not encrypt:
+// everything after it, and the scenario itself, is in clear, as perftest's.
+//
+// Version 2 (this one) added the challenge; version 1 sent the token in
+// Hello and is refused.
 package oob
 
 import (
 	"bufio"
 	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -37,7 +55,7 @@ import (
 )
 
 // Version is the protocol version this package speaks.
-const Version = 1
+const Version = 2
 
 // MaxPayload bounds a frame's payload (64 KiB).
 const MaxPayload = 64 << 10
@@ -58,11 +76,13 @@ const (
 	MsgStopped
 	MsgError
 	MsgStarted
+	MsgChallenge
+	MsgAuth
 	msgLast
 )
 
 func (t MsgType) String() string {
-	names := [...]string{"", "Hello", "HelloOK", "Setup", "SetupOK", "Start", "Stop", "Stopped", "Error", "Started"}
+	names := [...]string{"", "Hello", "HelloOK", "Setup", "SetupOK", "Start", "Stop", "Stopped", "Error", "Started", "Challenge", "Auth"}
 	if t > 0 && t < msgLast {
 		return names[t]
 	}
@@ -137,7 +157,10 @@ func Decode(r io.Reader, want MsgType, v Validator) error {
 		if err := unmarshal(payload, &e); err != nil {
 			return err
 		}
-		return &PeerError{Msg: e.Msg}
+		if err := e.Validate(); err != nil {
+			return fmt.Errorf("oob: invalid Error from the peer: %w", err)
+		}
+		return &PeerError{Msg: Sanitize(e.Msg)}
 	}
 	if t != want {
 		return &FrameError{fmt.Sprintf("got %s, want %s", t, want)}
@@ -163,10 +186,48 @@ func unmarshal(payload []byte, v any) error {
 	return nil
 }
 
-// PeerError is an Error message the other side sent.
+// PeerError is an Error message the other side sent (Sanitize'd).
 type PeerError struct{ Msg string }
 
 func (e *PeerError) Error() string { return "oob: peer refused: " + e.Msg }
 
 // Validator checks a decoded message's fields against their bounds.
 type Validator interface{ Validate() error }
+
+// NewNonce returns NonceLen random bytes from crypto/rand.
+func NewNonce() ([]byte, error) {
+	b := make([]byte, NonceLen)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("oob: nonce: %w", err)
+	}
+	return b, nil
+}
+
+// ClientProof is the client's answer to the peer's challenge:
+// HMAC-SHA256 keyed with the token over a label, the peer's nonce and the
+// client's nonce.
+func ClientProof(token string, peerNonce, clientNonce []byte) []byte {
+	return proof(token, "rdmabench oob v2 client", peerNonce, clientNonce)
+}
+
+// PeerProof is the peer's answer to the client's nonce: as ClientProof,
+// with another label and the nonces the other way round, so that neither
+// proof can stand for the other.
+func PeerProof(token string, clientNonce, peerNonce []byte) []byte {
+	return proof(token, "rdmabench oob v2 peer", clientNonce, peerNonce)
+}
+
+func proof(token, label string, a, b []byte) []byte {
+	m := hmac.New(sha256.New, []byte(token))
+	for _, p := range [][]byte{[]byte(label), a, b} {
+		var n [4]byte
+		binary.BigEndian.PutUint32(n[:], uint32(len(p)))
+		m.Write(n[:])
+		m.Write(p)
+	}
+	return m.Sum(nil)
+}
+
+// ProofOK compares a received proof with the expected one in constant
+// time.
+func ProofOK(got, want []byte) bool { return hmac.Equal(got, want) }

@@ -2,7 +2,9 @@ package oob
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -17,8 +19,11 @@ func validSetup() *Setup {
 		Endpoints: []Endpoint{{QPN: 0x11, PSN: 0x1000, GID: "::ffff:192.0.2.1"}, {QPN: 0x12, PSN: 0x2000, GID: "::ffff:192.0.2.1"}},
 		Targets:   []Target{{Addr: 0x7f0000001000, RKey: 0x1234}, {Addr: 0x7f0000002000, RKey: 0x1234}},
 		MTU:       1024,
+		QKey:      0x1234567,
 	}
 }
+
+var testNonce = bytes.Repeat([]byte{7}, NonceLen)
 
 func frame(t MsgType, payload []byte) []byte {
 	var hdr [10]byte
@@ -30,7 +35,7 @@ func frame(t MsgType, payload []byte) []byte {
 
 func TestRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	require.NoError(t, WriteFrame(&buf, MsgHello, &Hello{Version: Version, Client: "bench on hostA"}))
+	require.NoError(t, WriteFrame(&buf, MsgHello, &Hello{Version: Version, Client: "bench on hostA", Nonce: testNonce}))
 	require.NoError(t, WriteFrame(&buf, MsgSetup, validSetup()))
 	var h Hello
 	require.NoError(t, Decode(&buf, MsgHello, &h))
@@ -43,17 +48,76 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestPeerError(t *testing.T) {
-	var buf bytes.Buffer
-	require.NoError(t, WriteFrame(&buf, MsgError, &Error{Msg: "token mismatch"}))
-	var ok HelloOK
-	err := Decode(&buf, MsgHelloOK, &ok)
-	var pe *PeerError
-	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, "oob: peer refused: token mismatch", err.Error())
+	for _, tc := range []struct {
+		name, msg, want string
+	}{
+		{"plain", "authentication failed", "oob: peer refused: authentication failed"},
+		{"forged log line", "no\n2026/12/01 rdmapeer: client admitted\x1b[2J", "oob: peer refused: no?2026/12/01 rdmapeer: client admitted?[2J"},
+		{"invalid UTF-8", "a\xffb", "oob: peer refused: a?b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, WriteFrame(&buf, MsgError, &Error{Msg: tc.msg}))
+			var ok HelloOK
+			err := Decode(&buf, MsgHelloOK, &ok)
+			var pe *PeerError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, tc.want, err.Error())
+		})
+	}
+	t.Run("too long", func(t *testing.T) {
+		payload := []byte(`{"msg":"` + strings.Repeat("x", 5000) + `"}`)
+		var ok HelloOK
+		err := Decode(bytes.NewReader(frame(MsgError, payload)), MsgHelloOK, &ok)
+		require.Error(t, err)
+		var pe *PeerError
+		assert.False(t, errors.As(err, &pe), "an oversized Error is a protocol error, not a refusal")
+		assert.Contains(t, err.Error(), "invalid Error from the peer: msg of 5000 bytes exceeds 1024")
+	})
+}
+
+func TestSanitize(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain", "busy: 4 clients", "busy: 4 clients"},
+		{"controls", "a\tb\rc\x00", "a?b?c?"},
+		{"long", strings.Repeat("é", MaxMsgLen), strings.Repeat("é", (MaxMsgLen-3)/2) + "…"},
+		{"exactly the limit", strings.Repeat("x", MaxMsgLen), strings.Repeat("x", MaxMsgLen)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Sanitize(tc.in)
+			assert.Equal(t, tc.want, got)
+			assert.LessOrEqual(t, len(got), MaxMsgLen)
+		})
+	}
+}
+
+func TestProofs(t *testing.T) {
+	a, err := NewNonce()
+	require.NoError(t, err)
+	b, err := NewNonce()
+	require.NoError(t, err)
+	require.Len(t, a, NonceLen)
+	assert.NotEqual(t, a, b, "nonces are random")
+	p := ClientProof("s3cret", a, b)
+	require.Len(t, p, ProofLen)
+	assert.True(t, ProofOK(p, ClientProof("s3cret", a, b)))
+	for name, other := range map[string][]byte{
+		"another token":        ClientProof("s3cret2", a, b),
+		"another peer nonce":   ClientProof("s3cret", b, b),
+		"another client nonce": ClientProof("s3cret", a, a),
+		"the peer's proof":     PeerProof("s3cret", b, a),
+		"nothing":              nil,
+	} {
+		assert.False(t, ProofOK(other, p), name)
+	}
+	assert.NotContains(t, string(p), "s3cret")
 }
 
 func TestBadFrames(t *testing.T) {
-	hello := []byte(`{"version":1,"client":"x"}`)
+	nonce := `"nonce":"` + base64.StdEncoding.EncodeToString(testNonce) + `"`
+	hello := []byte(`{"version":2,"client":"x",` + nonce + `}`)
+	var good Hello
+	require.NoError(t, Decode(bytes.NewReader(frame(MsgHello, hello)), MsgHello, &good), "the table's base frame is valid")
 	for _, tc := range []struct {
 		name string
 		in   []byte
@@ -61,16 +125,20 @@ func TestBadFrames(t *testing.T) {
 	}{
 		{"truncated header", []byte("RDBP\x01"), "truncated header"},
 		{"wrong magic", append([]byte("HTTP"), frame(MsgHello, hello)[4:]...), `magic "HTTP", want "RDBP"`},
-		{"wrong version", func() []byte { f := frame(MsgHello, hello); f[4] = 9; return f }(), "protocol version 9, this side speaks 1"},
-		{"unknown type", frame(MsgType(42), hello), "unknown message type 42 (known: 1..9)"},
+		{"wrong version", func() []byte { f := frame(MsgHello, hello); f[4] = 9; return f }(), "protocol version 9, this side speaks 2"},
+		{"version 1 (token in clear)", func() []byte { f := frame(MsgHello, hello); f[4] = 1; return f }(), "protocol version 1, this side speaks 2"},
+		{"unknown type", frame(MsgType(42), hello), "unknown message type 42 (known: 1..11)"},
 		{"oversized length", func() []byte { f := frame(MsgHello, nil); binary.BigEndian.PutUint32(f[6:], 1<<31); return f }(), "payload length 2147483648 exceeds 65536"},
 		{"truncated payload", frame(MsgHello, hello)[:14], "Hello payload truncated"},
 		{"unexpected type", frame(MsgSetup, hello), "got Setup, want Hello"},
-		{"unknown field", frame(MsgHello, []byte(`{"version":1,"admin":true}`)), `unknown field "admin"`},
-		{"trailing data", frame(MsgHello, []byte(`{"version":1} {}`)), "trailing data"},
+		{"unknown field", frame(MsgHello, []byte(`{"version":2,"admin":true}`)), `unknown field "admin"`},
+		{"a v1 token", frame(MsgHello, []byte(`{"version":2,"token":"s3cret",`+nonce+`}`)), `unknown field "token"`},
+		{"trailing data", frame(MsgHello, []byte(`{"version":2,`+nonce+`} {}`)), "trailing data"},
 		{"not JSON", frame(MsgHello, []byte(`\x00\x01`)), "payload:"},
-		{"version field", frame(MsgHello, []byte(`{"version":2}`)), "version 2, this side speaks 1"},
-		{"long token", frame(MsgHello, []byte(`{"version":1,"token":"`+strings.Repeat("a", 300)+`"}`)), "token of 300 bytes exceeds 256"},
+		{"version field", frame(MsgHello, []byte(`{"version":3,`+nonce+`}`)), "version 3, this side speaks 2"},
+		{"no nonce", frame(MsgHello, []byte(`{"version":2}`)), "nonce of 0 bytes, want 32"},
+		{"short nonce", frame(MsgHello, []byte(`{"version":2,"nonce":"AAAA"}`)), "nonce of 3 bytes, want 32"},
+		{"long client", frame(MsgHello, []byte(`{"version":2,`+nonce+`,"client":"`+strings.Repeat("a", 300)+`"}`)), "client of 300 bytes exceeds 64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var h Hello
@@ -98,6 +166,8 @@ func TestSetupValidate(t *testing.T) {
 		{"endpoint count", func(s *Setup) { s.Endpoints = s.Endpoints[:1] }, "1 endpoints for qps 2"},
 		{"QPN zero", func(s *Setup) { s.Endpoints[0].QPN = 0 }, "endpoint 0: qpn 0x0 out of range 0x1..0xffffff"},
 		{"PSN too wide", func(s *Setup) { s.Endpoints[1].PSN = 1 << 24 }, "endpoint 1: psn 0x1000000 out of range 0..0xffffff"},
+		{"no QKey", func(s *Setup) { s.QKey = 0 }, "qkey 0x0 out of range 0x1..0x7fffffff"},
+		{"controlled QKey", func(s *Setup) { s.QKey = 0x80000001 }, "qkey 0x80000001 out of range 0x1..0x7fffffff"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := validSetup()
@@ -116,7 +186,7 @@ func FuzzDecode(f *testing.F) {
 	var buf bytes.Buffer
 	_ = WriteFrame(&buf, MsgSetup, validSetup())
 	f.Add(buf.Bytes())
-	f.Add(frame(MsgHello, []byte(`{"version":1,"client":"x"}`)))
+	f.Add(frame(MsgHello, []byte(`{"version":2,"client":"x"}`)))
 	f.Add(frame(MsgError, []byte(`{"msg":"no"}`)))
 	f.Add([]byte("RDBP\x01\x03\x00\x00\x00\x02{}"))
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
