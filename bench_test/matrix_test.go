@@ -49,6 +49,7 @@ type axes struct {
 	stride    []int  // atomics: bytes between counters
 	threads   []int
 	side      []bool // true: the rate seen at the responder (Spec.Inbound)
+	rate      []int  // offered load, percent of the measured peak (Spec.Load)
 }
 
 var (
@@ -146,6 +147,10 @@ func points(op verbs.Opcode, v axes) []case_ {
 	dim("side", len(v.side), func(c *case_, i int) string {
 		c.spec.Inbound = v.side[i]
 		return map[bool]string{false: "requester", true: "responder"}[v.side[i]]
+	})
+	dim("rate", len(v.rate), func(c *case_, i int) string {
+		c.spec.Load = float64(v.rate[i]) / 100
+		return fmt.Sprint(v.rate[i]) + "%"
 	})
 	for i := range pts {
 		pts[i].name = strings.TrimPrefix(pts[i].name, "/")

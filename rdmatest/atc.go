@@ -58,7 +58,7 @@ func streamThreads(b *testing.B, d *Dev, s Spec) {
 		ws = append(ws, w)
 		w.p.fillPatterns(&s)
 		var err error
-		if w.loop, err = newStreamLoop(w.p, w.p.A, &s, n); err == nil && i > 0 {
+		if w.loop, err = newStreamLoop(w.p, w.p.A, &s, n, 0); err == nil && i > 0 {
 			err = w.loop.Follow(ws[0].loop)
 		}
 		if err == nil {
@@ -87,7 +87,7 @@ func streamThreads(b *testing.B, d *Dev, s Spec) {
 	rec := NewRecorder()
 	start, last, slowest := ws[0].run.res.First, int64(0), 0.0
 	for i, w := range ws {
-		sink, err := w.p.stopSink(w.resp, &s, w.n)
+		sink, err := w.p.stopSink(w.resp, &s, 0, w.n)
 		if err = errors.Join(errs[i], err); err == nil {
 			err = rec.importLoop(w.loop, w.run.res)
 		}

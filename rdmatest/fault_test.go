@@ -21,7 +21,7 @@ func newTestStream(t *testing.T, d *Dev, s Spec, n int64, timeout time.Duration)
 	p := NewPair(t, d, s.pairConfig(true))
 	p.Dev = &Dev{Device: d.Device, Port: d.Port, PortAttr: d.PortAttr, GID: d.GID, Opts: d.Opts}
 	p.Dev.Opts.Timeout = timeout
-	l, err := newStreamLoop(p, p.A, &s, n)
+	l, err := newStreamLoop(p, p.A, &s, n, 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, l.Close()) })
 	return p, l

@@ -35,7 +35,12 @@ func startServe(cfg verbs.ServeConfig, cpu int) (*responder, error) {
 }
 
 // recvs is how many receives the passive loop has seen so far.
-func (r *responder) recvs() int64 { return r.run.loop.Recvs() }
+func (r *responder) recvs() int64 {
+	if r == nil || r.run == nil {
+		return 0
+	}
+	return r.run.loop.Recvs()
+}
 
 // fatal ends benchmark b with err, after stopping the responder and
 // adding its error, if any (the passive side often knows why).

@@ -62,6 +62,10 @@ type Spec struct {
 	// Inbound (streaming, verbs that consume a receive) reports the rate
 	// seen at the passive side instead of the requester's: see Stream.
 	Inbound bool
+	// Load (streaming), when positive, makes the stream open-loop at
+	// this fraction of the peak rate (0 < Load ≤ 1): the peak is measured
+	// first on the same pair, closed-loop; see Stream.
+	Load float64
 }
 
 // Unsupported is a combination the verb, transport or device does not
@@ -207,6 +211,12 @@ func (s Spec) CheckLimits(d Limits, streaming bool) error {
 	}
 	if s.Inbound && s.Bidir {
 		bad("inbound and bidir cannot be combined (both sides are requesters)")
+	}
+	switch {
+	case s.Load < 0 || s.Load > 1:
+		bad("offered load %g must be a fraction of the peak rate in (0, 1]", s.Load)
+	case s.Load > 0 && (!streaming || s.Bidir || s.Inbound || s.Threads > 0 || s.isAtomic()):
+		bad("an offered load applies to one-way streams of SEND, WRITE or READ (not latency runs, bidir, inbound, threads or atomics)")
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

@@ -61,15 +61,36 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	p.fillPatterns(&s)
 	cpus := d.loopCPUs(busy)
 	n := int64(b.N)
-	a, err := newStreamLoop(p, p.A, &s, n)
+	var resp *responder
+	var err error
+	if !s.Bidir {
+		if resp, err = p.startPassive(&s, true, cpus[1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	defer resp.Stop()
+	var offered float64
+	var interval time.Duration
+	if s.Load > 0 {
+		peak, err := p.peakRate(&s, cpus[0])
+		if err != nil {
+			resp.fatal(b, err)
+		}
+		offered = s.Load * peak
+		interval = time.Duration(float64(time.Second) / offered)
+	}
+	var recvsBefore int64
+	if s.Load > 0 && resp != nil && s.consumesRecv() {
+		recvsBefore = p.settle(resp, &s, peakMsgs+int64(len(p.A.QPs))) // the peak run's messages and markers
+	}
+	a, err := newStreamLoop(p, p.A, &s, n, interval)
 	if err != nil {
-		b.Fatal(err)
+		resp.fatal(b, err)
 	}
 	defer a.Close()
-	var resp *responder
 	var mirror *loopRun
 	if s.Bidir {
-		m, err := newStreamLoop(p, p.B, &s, n)
+		m, err := newStreamLoop(p, p.B, &s, n, 0)
 		if err == nil {
 			err = m.Follow(a)
 		}
@@ -79,10 +100,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		defer m.Close()
 		mirror = readyLoop(m, cpus[1])
 		defer m.Stop()
-	} else if resp, err = p.startPassive(&s, true, cpus[1]); err != nil {
-		b.Fatal(err)
 	}
-	defer resp.Stop()
 
 	run := readyLoop(a, cpus[0])
 	before := beforeRun(b, d)
@@ -101,7 +119,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	if err != nil {
 		resp.fatal(b, err)
 	}
-	sink, err := p.stopSink(resp, &s, n)
+	sink, err := p.stopSink(resp, &s, recvsBefore, n)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,14 +151,23 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		reportLoopRate(b, "msgs/s", msgs, elapsed)
 		b.ReportMetric(float64(msgs*int64(s.Size))/1e6/elapsed.Seconds(), "MB/s")
 	}
+	if s.Load > 0 {
+		b.ReportMetric(offered, "offered-msgs/s")
+		if achieved := float64(n) / elapsed.Seconds(); n >= minLoadMsgs && achieved < 0.95*offered {
+			// Kept, not skipped: a row skipped after its runs prints
+			// "0 NaN ns/op"; msgs/s next to offered-msgs/s shows it.
+			b.Logf("rdmatest: offered %.0f msgs/s (%.0f%% of the peak measured just before), achieved %.0f msgs/s: the device did not sustain this load", offered, 100*s.Load, achieved)
+		}
+	}
 	sink.reportDelivery(b, &s, n, elapsed)
 	before.report(b, d, int64(b.N))
 }
 
 // newStreamLoop builds the C stream of s from side from (p.A, or p.B for
-// a bidir mirror) with n messages.
-func newStreamLoop(p *Pair, from *Side, s *Spec, n int64) (*verbs.Loop, error) {
-	cfg := verbs.StreamConfig{CQ: from.CQ, Msgs: n, QD: s.QD, Batch: s.Batch, Signal: s.Signal, SendDep: p.Cfg.SendDepth,
+// a bidir mirror) with n messages, open-loop at one message per interval
+// when interval > 0.
+func newStreamLoop(p *Pair, from *Side, s *Spec, n int64, interval time.Duration) (*verbs.Loop, error) {
+	cfg := verbs.StreamConfig{CQ: from.CQ, Msgs: n, QD: s.QD, Batch: s.Batch, Signal: s.Signal, SendDep: p.Cfg.SendDepth, Interval: interval,
 		Counters: s.Counters, Stride: s.Stride, CmpSwap: s.Op == verbs.OpCmpSwap, Timeout: p.Dev.Opts.Timeout, Hist: histGeometry}
 	for i, qp := range from.QPs {
 		wr := sendWR(s, from, i)
@@ -196,20 +223,23 @@ func marker(p *Pair, a *Side, s *Spec, i int) verbs.SendWR {
 // sinkReport is what the in-process passive side of a stream saw (nil
 // res: no local sink: the NIC alone served the verb, or a remote peer did).
 type sinkReport struct {
-	res  *verbs.LoopResult
-	want int64 // receives the requester's messages (and markers) consume
+	res    *verbs.LoopResult
+	before int64 // receives seen before the measured stream
+	want   int64 // receives seen when all its messages (and markers) arrived
 }
 
-// stopSink stops the passive side of a stream of n messages. A local sink
+// stopSink stops the passive side of a stream of n messages, begun when
+// it had seen before receives (an earlier run on the same pair: the peak
+// of an offered-load run). A local sink
 // is first given time to poll every receive the stream produced: on RC
 // all of them must arrive (within the deadline); on UC and UD it waits
 // until the count stops moving for 20 ms (messages may be lost).
-func (p *Pair) stopSink(resp *responder, s *Spec, n int64) (*sinkReport, error) {
-	r := &sinkReport{}
+func (p *Pair) stopSink(resp *responder, s *Spec, before, n int64) (*sinkReport, error) {
+	r := &sinkReport{before: before}
 	if resp == nil || resp.run == nil || !s.consumesRecv() {
 		return r, resp.Stop()
 	}
-	r.want = n
+	r.want = before + n
 	if s.isSend() && s.Transport == verbs.TransportUD {
 		for i := range p.A.QPs { // UD markers are SENDs: they consume a receive
 			if ni := msgsPerQP(n, s.Batch, len(p.A.QPs), i); ni > 0 && ni%int64(s.Signal) != 0 {
@@ -217,16 +247,7 @@ func (p *Pair) stopSink(resp *responder, s *Spec, n int64) (*sinkReport, error) 
 			}
 		}
 	}
-	deadline := time.Now().Add(p.Dev.Opts.Timeout)
-	last, still := resp.recvs(), time.Now()
-	for last < r.want && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-		if got := resp.recvs(); got != last {
-			last, still = got, time.Now()
-		} else if s.Transport != verbs.TransportRC && time.Since(still) > 20*time.Millisecond {
-			break
-		}
-	}
+	p.settle(resp, s, r.want)
 	err := resp.Stop()
 	r.res = &resp.res
 	return r, err
@@ -240,7 +261,7 @@ func (r *sinkReport) reportInbound(b *testing.B, first int64) {
 	if r.res == nil {
 		b.Fatal("rdmatest: side=responder needs the in-process passive side's receive counts")
 	}
-	reportLoopRate(b, "msgs/s", r.res.Recvs, time.Duration(r.res.RecvT1-first))
+	reportLoopRate(b, "msgs/s", r.res.Recvs-r.before, time.Duration(r.res.RecvT1-first))
 }
 
 // reportDelivery checks and reports the receives a local sink counted
@@ -263,7 +284,7 @@ func (r *sinkReport) reportDelivery(b *testing.B, s *Spec, n int64, elapsed time
 
 // delivered is how many of the stream's n messages the sink received (a
 // UD completion marker, when one was sent, is not a message).
-func (r *sinkReport) delivered(n int64) int64 { return min(r.res.Recvs, n) }
+func (r *sinkReport) delivered(n int64) int64 { return min(r.res.Recvs-r.before, n) }
 
 // checkRC fails b unless a local sink of an RC stream received every
 // message.
@@ -272,4 +293,47 @@ func (r *sinkReport) checkRC(b *testing.B, s *Spec) {
 	if r.res != nil && s.Transport == verbs.TransportRC && r.res.Recvs != r.want {
 		b.Fatalf("rdmatest: verification: the passive side received %d messages, expected %d (RC delivers every message)", r.res.Recvs, r.want)
 	}
+}
+
+// peakMsgs is the length of the closed-loop run that measures the peak
+// rate of an offered-load run.
+const peakMsgs = 5000
+
+// settle waits until a local sink has seen want receives, on RC within
+// the deadline (every message arrives), on UC and UD until its count
+// stops moving for 20 ms (messages may be lost), and returns its count.
+func (p *Pair) settle(resp *responder, s *Spec, want int64) int64 {
+	deadline := time.Now().Add(p.Dev.Opts.Timeout)
+	last, still := resp.recvs(), time.Now()
+	for last < want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+		if got := resp.recvs(); got != last {
+			last, still = got, time.Now()
+		} else if (s.Transport != verbs.TransportRC || last >= want-int64(len(p.A.QPs))) && time.Since(still) > 20*time.Millisecond {
+			break
+		}
+	}
+	return last
+}
+
+// minLoadMsgs is the smallest offered-load run whose achieved rate is
+// compared with the offered one (the testing package's first call of a
+// benchmark runs one message).
+const minLoadMsgs = 1000
+
+// peakRate measures the closed-loop message rate of s on p (untimed
+// setup of an offered-load run): a stream of peakMsgs messages.
+func (p *Pair) peakRate(s *Spec, cpu int) (float64, error) {
+	closed := *s
+	closed.Load = 0
+	l, err := newStreamLoop(p, p.A, &closed, peakMsgs, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	res, err := readyLoop(l, cpu).result()
+	if err != nil {
+		return 0, fmt.Errorf("rdmatest: measuring the peak rate: %w", err)
+	}
+	return float64(res.Ops) / res.Elapsed().Seconds(), nil
 }

@@ -82,14 +82,14 @@ func streamRun(t *testing.T, d *Dev, s Spec, n int64, corrupt func(p *Pair)) (er
 	p := NewPair(t, d, s.pairConfig(true))
 	p.fillPatterns(&s)
 	corrupt(p)
-	l, err := newStreamLoop(p, p.A, &s, n)
+	l, err := newStreamLoop(p, p.A, &s, n, 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, l.Close()) })
 	resp, err := p.startPassive(&s, true, -1)
 	require.NoError(t, err)
 	_, err = readyLoop(l, -1).result()
 	require.NoError(t, err)
-	sink, err := p.stopSink(resp, &s, n)
+	sink, err := p.stopSink(resp, &s, 0, n)
 	require.NoError(t, err)
 	return p.verifyStream(&s, n), sink
 }
@@ -134,7 +134,7 @@ func TestVerifyCountsDroppedUD(t *testing.T) {
 	cfg, ok := serveConfig(p.B, &s, "sink", 3, d.Opts.Timeout)
 	require.True(t, ok)
 	const n = 100
-	l, err := newStreamLoop(p, p.A, &s, n)
+	l, err := newStreamLoop(p, p.A, &s, n, 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, l.Close()) })
 	serve, err := verbs.NewServe(cfg)
@@ -144,7 +144,7 @@ func TestVerifyCountsDroppedUD(t *testing.T) {
 	time.Sleep(10 * time.Millisecond) // the last datagrams land, or not
 	run := readyLoop(serve, -1)
 	run.begin()
-	sink, err := p.stopSink(&responder{run: run, timeout: d.Opts.Timeout}, &s, n)
+	sink, err := p.stopSink(&responder{run: run, timeout: d.Opts.Timeout}, &s, 0, n)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), sink.delivered(n), "3 receives were posted: 3 messages delivered")
 }

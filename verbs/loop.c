@@ -513,6 +513,19 @@ static int64_t rb_stream_outstanding(rb_stream *s) {
 static int rb_stream_post(rb_stream *s, int qi, int k) {
 	rb_ctl *c = &s->ctl;
 	rb_sq *q = &s->sq[qi];
+	int64_t due = 0;
+	if (s->interval_ns > 0) {
+		// Open loop: wait for the batch's first message's due time,
+		// reaping meanwhile; its samples count from their due times, so
+		// time spent behind schedule (a full queue) is charged.
+		due = s->t_start + c->ops * s->interval_ns;
+		while (rb_clock_ns() < due) {
+			if (c->stop)
+				return rb_fail(c, RB_STOPPED), -1;
+			if (rb_stream_reap(s, 0, 0) < 0)
+				return -1;
+		}
+	}
 	while (q->posted - q->done + (uint64_t)k > (uint64_t)s->qd)
 		if (rb_stream_reap(s, 1, rb_stream_outstanding(s)) < 0)
 			return -1;
@@ -536,14 +549,14 @@ static int rb_stream_post(rb_stream *s, int qi, int k) {
 		}
 		if ((seq + 1) % sig == 0) {
 			wr->send_flags |= IBV_SEND_SIGNALED;
-			q->posted_at[seq & q->mask] = now;
+			q->posted_at[seq & q->mask] = s->interval_ns > 0 ? due + j * s->interval_ns : now;
 			q->last_signal = seq + 1;
 		} else {
 			wr->send_flags &= ~IBV_SEND_SIGNALED;
 		}
 	}
 	if (c->t_first == 0)
-		c->t_first = now;
+		c->t_first = s->interval_ns > 0 ? due : now;
 	if (rb_post(c, q->qp, &q->wrs[0], &q->wrs[0]) != 0)
 		return -1;
 	q->posted += (uint64_t)k;
@@ -565,6 +578,7 @@ int rb_run_stream(rb_stream *s) {
 	}
 	if (s->gate && s->opens_gate)
 		*s->gate = 1;
+	s->t_start = rb_clock_ns();
 	int qi = 0;
 	for (int64_t left = s->n; left > 0;) {
 		if (c->stop)

@@ -321,8 +321,14 @@ type StreamConfig struct {
 	Recv        []SGE
 	RecvDepth   int
 	ExpectRecvs int64
-	Timeout     time.Duration
-	Hist        HistGeometry
+	// Interval, when positive, makes the stream open-loop: message k is
+	// due at start + k·Interval (posted then, or as soon after as the
+	// queue allows), and each signaled message's sample runs from its due
+	// time, not its post: waiting for room is charged (no coordinated
+	// omission, as in wrk2).
+	Interval time.Duration
+	Timeout  time.Duration
+	Hist     HistGeometry
 }
 
 func checkLoopCommon(what string, cq *CQ, timeout time.Duration) error {
@@ -407,6 +413,8 @@ func (c *StreamConfig) check() error {
 		return fmt.Errorf("verbs: stream loop: send depth %d must exceed qd %d (room for the marker)", c.SendDep, c.QD)
 	case c.Counters < 0 || (c.Counters > 1 && c.Stride < 8):
 		return fmt.Errorf("verbs: stream loop: %d counters with stride %d: need stride ≥ 8", c.Counters, c.Stride)
+	case c.Interval < 0:
+		return fmt.Errorf("verbs: stream loop: interval %v must not be negative", c.Interval)
 	case c.RecvDepth < 0 || c.ExpectRecvs < 0:
 		return fmt.Errorf("verbs: stream loop: receive depth %d and expected receives %d must not be negative", c.RecvDepth, c.ExpectRecvs)
 	case c.RecvDepth > 0 && len(c.Recv) != len(c.QPs):

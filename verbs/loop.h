@@ -149,6 +149,8 @@ typedef struct {
 	int32_t gate_word, pad;      // the gate a leading stream opens
 	int64_t n;
 	int64_t expect_recvs;        // bidir: receives to see before the loop ends
+	int64_t interval_ns;         // open loop: message k is due at start + k·interval_ns (0: closed loop)
+	int64_t t_start;
 } rb_stream;
 
 int rb_run_ping(rb_ping *p);

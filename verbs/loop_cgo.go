@@ -213,6 +213,7 @@ func NewStream(cfg StreamConfig) (*Loop, error) {
 		s.cswap = 1
 	}
 	s.n, s.expect_recvs = C.int64_t(cfg.Msgs), C.int64_t(cfg.ExpectRecvs)
+	s.interval_ns = C.int64_t(cfg.Interval.Nanoseconds())
 	ring := 1
 	for ring < cfg.QD+2 {
 		ring <<= 1
