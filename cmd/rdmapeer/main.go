@@ -1,28 +1,37 @@
 // Command rdmapeer serves the passive side of rdmabench's scenarios to
 // benchmark processes on other hosts.
 //
-//	rdmapeer [-listen :18515] [-token SECRET] [-rdma.dev mlx5_0] …
+//	RDMA_PEER_TOKEN=… rdmapeer [-listen :18515] [-rdma.dev mlx5_0] …
+//	rdmapeer -token-file /etc/rdmapeer.token …
+//	rdmapeer -listen 127.0.0.1:18515 …            (loopback: no token needed)
+//	rdmapeer -trusted-network …                   (no token: anyone who reaches the port)
 //
 // On host B run rdmapeer; on host A run the benchmarks with
-// -rdma.peer hostB:18515 (and -rdma.peer-token SECRET when B has one).
-// For each benchmark run the client connects over TCP (package
-// rdmatest/oob), asks for the passive side of its scenario (receives
-// posted and reposted, ping-pong answers, or memory that A writes, reads
-// or updates atomically), connects its QPs to the peer's, and runs; when
-// the client stops, disconnects or dies, everything made for it is
-// released. The peer keeps serving other clients.
+// -rdma.peer hostB:18515 and the same token in RDMA_PEER_TOKEN. For each
+// benchmark run the client connects over TCP (package rdmatest/oob),
+// proves it knows the token, asks for the passive side of its scenario
+// (receives posted and reposted, ping-pong answers, or memory that A
+// writes, reads or updates atomically), connects its QPs to the peer's,
+// and runs; when the client stops, disconnects or dies, everything made
+// for it is released. The peer keeps serving other clients.
 //
-// Safety: a client sees only the memory registered for its own scenario,
-// with the least access that scenario needs (remote write only for WRITE,
-// remote read only for READ, remote atomic only for atomics, none for
-// SEND); -max-clients, -max-qps and -max-mem bound what clients can make
-// it create; -token requires a shared secret. Every request is validated
-// (rdmatest/oob) before anything is created.
+// Safety (README, Security): closed by default — rdmapeer refuses to
+// listen on a non-loopback address without a token (from RDMA_PEER_TOKEN
+// or -token-file, never the command line) unless -trusted-network says
+// so; the handshake proves knowledge of the token without sending it, and
+// failed handshakes are logged with the address and rate-limited. A client
+// sees only the memory registered for its own scenario, with the least
+// access that scenario needs (remote write only for WRITE, remote read
+// only for READ, remote atomic only for atomics, none for SEND). Every
+// request is validated (rdmatest.CheckSetup) and counted against the
+// per-client (-max-*) and total (-total-*) limits before anything is
+// created. SIGTERM or SIGINT ends every session within seconds (QPs to
+// error, resources released, clients told); a second signal exits at
+// once.
 package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -31,192 +40,205 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest"
-	"github.com/rdmabench/rdmabench/rdmatest/oob"
 )
 
-// limits bound what one client may make the peer create.
-type limits struct {
-	clients int
-	qps     int
-	mem     int64
-	idle    time.Duration
+// minTokenLen is the shortest token accepted.
+const minTokenLen = 16
+
+// tokenEnv is the environment variable the token is read from.
+const tokenEnv = "RDMA_PEER_TOKEN"
+
+// options are the command line, checked.
+type options struct {
+	listen    string
+	tokenFile string
+	trusted   bool
+	lim       limits
+}
+
+// usageError is a bad command line (exit status 2).
+type usageError struct{ error }
+
+func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
+	o := options{lim: defaultLimits}
+	l := &o.lim
+	fs.SetOutput(io.Discard) // errors are returned, help printed by run
+	fs.StringVar(&o.listen, "listen", ":18515", "TCP address to serve on")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the shared secret clients must prove they know (default: $"+tokenEnv+")")
+	fs.BoolVar(&o.trusted, "trusted-network", false, "serve without a token on a non-loopback address: every host that can reach the port may use the RDMA device")
+	fs.IntVar(&l.clients, "max-clients", l.clients, "sessions served at once")
+	fs.IntVar(&l.perHost, "max-conns-per-host", l.perHost, "connections per remote address, handshakes included")
+	fs.DurationVar(&l.hello, "hello-timeout", l.hello, "deadline of a client's handshake")
+	fs.DurationVar(&l.idle, "idle", l.idle, "drop a client that sends nothing for this long while its scenario runs")
+	fs.IntVar(&l.client.QPs, "max-qps", l.client.QPs, "QPs per client")
+	fs.IntVar(&l.client.WRs, "max-wrs", l.client.WRs, "work requests per client (send and receive queue depths × QPs, SRQ)")
+	fs.IntVar(&l.client.CQEs, "max-cqe", l.client.CQEs, "completion queue entries per client")
+	fs.Int64Var(&l.client.Mem, "max-mem", l.client.Mem, "bytes per client of registered memory and inline space")
+	fs.IntVar(&l.total.QPs, "total-qps", l.total.QPs, "QPs of all clients together")
+	fs.IntVar(&l.total.WRs, "total-wrs", l.total.WRs, "work requests of all clients together")
+	fs.IntVar(&l.total.CQEs, "total-cqe", l.total.CQEs, "completion queue entries of all clients together")
+	fs.Int64Var(&l.total.Mem, "total-mem", l.total.Mem, "bytes of all clients together")
+	if err := fs.Parse(args); err != nil {
+		if strings.Contains(err.Error(), "defined: -token") {
+			err = fmt.Errorf("%w (the token comes from $%s or -token-file, never the command line, where ps shows it)", err, tokenEnv)
+		}
+		return o, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return o, usageError{fmt.Errorf("unexpected arguments %q (the token is read from $%s or -token-file, not the command line)", fs.Args(), tokenEnv)}
+	}
+	var errs []error
+	positive := func(name string, v int64) {
+		if v < 1 {
+			errs = append(errs, fmt.Errorf("-%s %d must be at least 1", name, v))
+		}
+	}
+	positive("max-clients", int64(l.clients))
+	positive("max-conns-per-host", int64(l.perHost))
+	for _, it := range l.client.items(l.total, "max") {
+		positive(strings.TrimPrefix(it.flag, "-"), it.ask)
+	}
+	for _, it := range l.total.items(l.total, "total") {
+		positive(strings.TrimPrefix(it.flag, "-"), it.ask)
+	}
+	if l.hello <= 0 || l.idle <= 0 {
+		errs = append(errs, fmt.Errorf("-hello-timeout %v and -idle %v must be positive", l.hello, l.idle))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return o, usageError{err}
+	}
+	return o, nil
+}
+
+// loadToken reads the token from the file, or else the environment.
+func loadToken(file string, getenv func(string) string) (string, error) {
+	tok := getenv(tokenEnv)
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", usageError{fmt.Errorf("-token-file: %w", err)}
+		}
+		tok = strings.TrimRight(string(b), "\r\n")
+	}
+	if tok != "" && len(tok) < minTokenLen {
+		return "", usageError{fmt.Errorf("the token is %d bytes; use at least %d (e.g. openssl rand -hex 32)", len(tok), minTokenLen)}
+	}
+	return tok, nil
+}
+
+// checkExposure refuses a non-loopback listen address without a token,
+// unless the network is declared trusted.
+func checkExposure(listen, token string, trusted bool) error {
+	if token != "" || trusted {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return usageError{fmt.Errorf("-listen %q: %w", listen, err)}
+	}
+	if isLoopback(host) {
+		return nil
+	}
+	what := host
+	if host == "" {
+		what = "every interface"
+	}
+	return usageError{fmt.Errorf("refusing to serve the RDMA device on %s (-listen %q) without a token: set $%s or -token-file (and the same token on the clients), listen on 127.0.0.1, or pass -trusted-network if every host that can reach this port may use the device",
+		what, listen, tokenEnv)}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func main() {
-	var (
-		listen = flag.String("listen", ":18515", "TCP address to serve on")
-		token  = flag.String("token", os.Getenv("RDMA_PEER_TOKEN"), "shared secret clients must present [RDMA_PEER_TOKEN]")
-		lim    limits
-	)
-	flag.IntVar(&lim.clients, "max-clients", 8, "clients served at once")
-	flag.IntVar(&lim.qps, "max-qps", 256, "QPs per client")
-	flag.Int64Var(&lim.mem, "max-mem", 256<<20, "bytes of registered memory per client")
-	flag.DurationVar(&lim.idle, "idle", 10*time.Minute, "drop a client that sends nothing for this long while its scenario runs")
-	flag.Parse()
 	log.SetPrefix("rdmapeer: ")
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
+	os.Exit(run(os.Args[1:]))
+}
 
+func run(args []string) int {
+	fs := flag.NewFlagSet("rdmapeer", flag.ContinueOnError)
+	flag.CommandLine.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, f.Usage) }) // -rdma.* from rdmatest
+	o, err := parseFlags(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(os.Stderr)
+		fs.PrintDefaults()
+		return 0
+	}
+	if err == nil {
+		var tok string
+		if tok, err = loadToken(o.tokenFile, os.Getenv); err == nil {
+			if err = checkExposure(o.listen, tok, o.trusted); err == nil {
+				return serveDevice(o, tok)
+			}
+		}
+	}
+	log.Print(err)
+	return 2
+}
+
+func serveDevice(o options, token string) int {
 	d, err := rdmatest.OpenDev()
 	if err != nil {
-		log.Fatal(err)
+		log.Print(err)
+		return 1
 	}
 	defer d.Close()
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		log.Fatal(err)
+		log.Print(err)
+		return 1
 	}
-	log.Printf("serving %s port %d (GID %s) on %s", d.Name(), d.Port, d.GID.GID, ln.Addr())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := serve(ctx, ln, &server{dev: d, token: *token, lim: lim}); err != nil {
-		log.Fatal(err)
+	auth := "token required"
+	if token == "" {
+		auth = "no token (loopback or -trusted-network)"
 	}
-}
-
-// server holds what every session shares.
-type server struct {
-	dev   *rdmatest.Dev
-	token string
-	lim   limits
-	// dev is used by one session at a time while it creates resources;
-	// the data path of each session runs on its own.
-	mu sync.Mutex
-	// ok and failed count the sessions that ended, by how.
-	ok, failed atomic.Int64
-}
-
-// serve accepts clients until ctx ends, then waits for the sessions.
-func serve(ctx context.Context, ln net.Listener, s *server) error {
-	go func() { <-ctx.Done(); ln.Close() }()
-	slots := make(chan struct{}, s.lim.clients)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
+	log.Printf("serving %s port %d (GID %s) on %s, %s", d.Name(), d.Port, d.GID.GID, ln.Addr(), auth)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go onSignals(sigs, cancel, os.Exit)
+	s := newServer(&rdmaDevice{d: d, timeout: d.Opts.Timeout}, token, o.lim)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, ln, s) }()
+	var serr error
+	select {
+	case serr = <-done:
+	case <-ctx.Done():
+		// Every session ends within its device deadline once its QPs
+		// are in error; do not wait forever for one that does not.
 		select {
-		case slots <- struct{}{}:
-		default:
-			refuse(conn, fmt.Sprintf("busy: %d clients already (-max-clients)", s.lim.clients))
-			continue
+		case serr = <-done:
+		case <-time.After(2*d.Opts.Timeout + 5*time.Second):
+			log.Printf("sessions still ending after %v; exiting", 2*d.Opts.Timeout+5*time.Second)
+			return 1
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			who := conn.RemoteAddr().String()
-			if err := s.session(conn); err != nil {
-				s.failed.Add(1)
-				log.Printf("%s: %v", who, err)
-			} else {
-				s.ok.Add(1)
-				log.Printf("%s: done", who)
-			}
-		}()
 	}
+	if serr != nil {
+		log.Print(serr)
+		return 1
+	}
+	log.Printf("stopped: %d sessions done, %d failed", s.ok.Load(), s.failed.Load())
+	return 0
 }
 
-func refuse(conn net.Conn, msg string) {
-	conn.SetDeadline(time.Now().Add(time.Second))
-	oob.WriteFrame(conn, oob.MsgError, &oob.Error{Msg: msg})
-	conn.Close()
-}
-
-// session serves one client: hello, setup, start, stop. Whatever ends it
-// — a stop, an error, the client closing or dying — releases everything.
-func (s *server) session(conn net.Conn) (err error) {
-	defer conn.Close()
-	fail := func(err error) error {
-		oob.WriteFrame(conn, oob.MsgError, &oob.Error{Msg: trim(err.Error())})
-		return err
-	}
-	step := time.Minute // bound on each setup exchange
-	conn.SetDeadline(time.Now().Add(step))
-	var hello oob.Hello
-	if err := oob.Decode(conn, oob.MsgHello, &hello); err != nil {
-		return fail(err)
-	}
-	if subtle.ConstantTimeCompare([]byte(hello.Token), []byte(s.token)) != 1 {
-		return fail(errors.New("token mismatch"))
-	}
-	a := s.dev.Attr()
-	if err := oob.WriteFrame(conn, oob.MsgHelloOK, &oob.HelloOK{Device: a.Name, Provider: a.Provider, FW: a.FWVersion, MTU: s.dev.PortAttr.ActiveMTU}); err != nil {
-		return err
-	}
-
-	var req oob.Setup
-	if err := oob.Decode(conn, oob.MsgSetup, &req); err != nil {
-		if errors.Is(err, io.EOF) {
-			return errors.New("the client left before asking for a scenario")
-		}
-		return fail(err)
-	}
-	sc := req.Scenario
-	if sc.QPs > s.lim.qps {
-		return fail(fmt.Errorf("qps %d exceeds this peer's limit %d (-max-qps)", sc.QPs, s.lim.qps))
-	}
-	if mem := int64(2) * int64(sc.QPs) * int64(sc.SlotSize+64); mem > s.lim.mem {
-		return fail(fmt.Errorf("registered memory %d bytes exceeds this peer's limit %d (-max-mem)", mem, s.lim.mem))
-	}
-	s.mu.Lock()
-	p, err := rdmatest.NewPassive(s.dev, &req, s.lim.idle)
-	s.mu.Unlock()
-	if err != nil {
-		return fail(err)
-	}
-	defer func() {
-		if cerr := p.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
-	}()
-	if err := oob.WriteFrame(conn, oob.MsgSetupOK, p.SetupOK()); err != nil {
-		return err
-	}
-	if err := oob.Decode(conn, oob.MsgStart, &oob.Start{}); err != nil {
-		if errors.Is(err, io.EOF) {
-			return errors.New("the client left before starting its scenario; released its resources")
-		}
-		return fail(err)
-	}
-	if err := p.Start(); err != nil {
-		return fail(err)
-	}
-	if err := oob.WriteFrame(conn, oob.MsgStarted, &oob.Started{}); err != nil {
-		return err
-	}
-	log.Printf("%s: %s %s %s size %d qps %d", conn.RemoteAddr(), sc.Role, sc.Transport, sc.Op, sc.Size, sc.QPs)
-
-	// The scenario runs; the next frame is the client's Stop (or its
-	// connection ending).
-	conn.SetDeadline(time.Now().Add(s.lim.idle))
-	if err := oob.Decode(conn, oob.MsgStop, &oob.Stop{}); err != nil {
-		if errors.Is(err, io.EOF) {
-			return errors.New("the client left without stopping; released its resources")
-		}
-		return fail(err)
-	}
-	st, err := p.Stop()
-	if err != nil {
-		return fail(err)
-	}
-	conn.SetDeadline(time.Now().Add(step))
-	return oob.WriteFrame(conn, oob.MsgStopped, st)
-}
-
-func trim(s string) string {
-	if len(s) > oob.MaxMsgLen {
-		return s[:oob.MaxMsgLen-3] + "..."
-	}
-	return s
+// onSignals ends the sessions at the first signal and exits at the
+// second.
+func onSignals(sigs <-chan os.Signal, cancel context.CancelFunc, exit func(int)) {
+	sig := <-sigs
+	log.Printf("%v: ending every session (a second signal exits at once)", sig)
+	cancel()
+	sig = <-sigs
+	log.Printf("%v again: exiting now", sig)
+	exit(1)
 }

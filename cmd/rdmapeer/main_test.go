@@ -19,20 +19,40 @@ import (
 // its address; it stops when the test ends.
 func startPeer(t *testing.T, d *rdmatest.Dev, token string, lim limits) (string, *server) {
 	t.Helper()
+	return startServer(t, &rdmaDevice{d: d, timeout: d.Opts.Timeout}, token, lim)
+}
+
+// startServer serves dev on a loopback TCP port in this process and
+// returns its address; it stops when the test ends.
+func startServer(t *testing.T, dev device, token string, lim limits) (string, *server) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	s := &server{dev: d, token: token, lim: lim}
+	s := newServer(dev, token, lim)
+	s.logf = t.Logf
 	go func() { done <- serve(ctx, ln, s) }()
 	t.Cleanup(func() {
 		cancel()
-		assert.NoError(t, <-done)
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not return within 10 s of its end")
+		}
 	})
 	return ln.Addr().String(), s
 }
 
-var testLimits = limits{clients: 4, qps: 16, mem: 64 << 20, idle: time.Minute}
+// testToken is the token of the tests' peers.
+const testToken = "0123456789abcdef-s3cret"
+
+var testLimits = func() limits {
+	l := defaultLimits
+	l.idle = time.Minute
+	return l
+}()
 
 // TestPeerServesEveryRole runs benchmarks against a peer in this process,
 // on the same device: the client's QPs and the peer's talk over the
@@ -40,9 +60,9 @@ var testLimits = limits{clients: 4, qps: 16, mem: 64 << 20, idle: time.Minute}
 // everything after each client.
 func TestPeerServesEveryRole(t *testing.T) {
 	d := rdmatest.Device(t)
-	addr, srv := startPeer(t, d, "s3cret", testLimits)
+	addr, srv := startPeer(t, d, testToken, testLimits)
 	client := *d
-	client.Opts.Peer, client.Opts.PeerToken = addr, "s3cret"
+	client.Opts.Peer, client.Opts.PeerToken = addr, testToken
 	for i, tc := range []struct {
 		name      string
 		streaming bool
@@ -118,43 +138,28 @@ func waitSessions(t *testing.T, srv *server, n int64) {
 	}
 }
 
-// TestPeerRefuses: a wrong token, requests beyond the peer's limits and a
+// TestPeerRefuses: on a device, a request beyond the peer's limits and a
 // client that vanishes mid-scenario get clear answers, and the peer goes
-// on serving.
+// on serving (the hostile-client tests without a device are in
+// hostile_test.go).
 func TestPeerRefuses(t *testing.T) {
 	d := rdmatest.Device(t)
-	addr, srv := startPeer(t, d, "s3cret", limits{clients: 4, qps: 2, mem: 1 << 20, idle: time.Minute})
-	hello := func(token string) (net.Conn, error) {
-		c, err := net.Dial("tcp", addr)
-		require.NoError(t, err)
-		t.Cleanup(func() { c.Close() })
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		require.NoError(t, oob.WriteFrame(c, oob.MsgHello, &oob.Hello{Version: oob.Version, Token: token}))
-		var ok oob.HelloOK
-		return c, oob.Decode(c, oob.MsgHelloOK, &ok)
-	}
-	_, err := hello("guess")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "token mismatch")
-
+	lim := testLimits
+	lim.client.QPs, lim.client.Mem = 2, 1<<20
+	addr, srv := startPeer(t, d, testToken, lim)
 	setup := func(qps, slot int) (net.Conn, error) {
-		c, err := hello("s3cret")
-		require.NoError(t, err)
-		req := &oob.Setup{Scenario: oob.Scenario{Op: "RDMA_WRITE", Transport: "RC", Role: "target", Size: 64, QPs: qps, SendDepth: 4, RecvDepth: 1, SlotSize: slot}, MTU: 1024}
-		for i := range qps {
-			req.Endpoints = append(req.Endpoints, oob.Endpoint{QPN: uint32(0x100 + i), GID: "::ffff:192.0.2.1"})
-			req.Targets = append(req.Targets, oob.Target{Addr: 0x1000, RKey: 1})
-		}
+		c := dialAuth(t, addr, testToken)
+		req := targetSetup(qps, slot)
 		require.NoError(t, oob.WriteFrame(c, oob.MsgSetup, req))
 		var ok oob.SetupOK
 		return c, oob.Decode(c, oob.MsgSetupOK, &ok)
 	}
-	_, err = setup(3, 64)
+	_, err := setup(3, 64)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "qps 3 exceeds this peer's limit 2 (-max-qps)")
+	assert.Contains(t, err.Error(), "qps 3 exceeds this peer's limit 2 per client (-max-qps)")
 	_, err = setup(2, 1<<20)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "exceeds this peer's limit 1048576 (-max-mem)")
+	assert.Contains(t, err.Error(), "exceeds this peer's limit 1048576 per client (-max-mem)")
 
 	// A client that sets up and vanishes: the peer releases its side.
 	c, err := setup(1, 64)
@@ -162,10 +167,11 @@ func TestPeerRefuses(t *testing.T) {
 	require.NoError(t, c.Close())
 	waitReleased(t, d)
 
-	waitSessions(t, srv, 4)
-	assert.Equal(t, int64(4), srv.failed.Load(), "token, qps, memory and the vanished client")
+	waitSessions(t, srv, 3)
+	assert.Equal(t, int64(3), srv.failed.Load(), "qps, memory and the vanished client")
 
 	// Still serving.
-	_, err = hello("s3cret")
-	assert.NoError(t, err)
+	c, err = setup(1, 64)
+	require.NoError(t, err)
+	c.Close()
 }

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"time"
+
+	"github.com/rdmabench/rdmabench/rdmatest"
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
+)
+
+// device is what a session needs of the RDMA device: its description for
+// the client, its limits for the checks, and the passive side of a
+// scenario. Tests substitute a fake, so that everything a client can send
+// is exercised without a device.
+type device interface {
+	info() oob.HelloOK
+	limits() rdmatest.Limits
+	// open creates the passive side of req (already checked by
+	// rdmatest.CheckSetup and counted against the budgets).
+	open(req *oob.Setup) (passive, error)
+}
+
+// passive is one session's passive side (*rdmatest.Passive).
+type passive interface {
+	SetupOK() *oob.SetupOK
+	Start() error
+	Stop() (*oob.Stopped, error)
+	// Abort moves the QPs to the error state (the session ends early).
+	Abort() error
+	Close() error
+}
+
+// rdmaDevice is the real device.
+type rdmaDevice struct {
+	d *rdmatest.Dev
+	// timeout bounds every wait of a passive side (-rdma.timeout).
+	timeout time.Duration
+}
+
+func (r *rdmaDevice) info() oob.HelloOK {
+	a := r.d.Attr()
+	return oob.HelloOK{Device: a.Name, Provider: a.Provider, FW: a.FWVersion, MTU: r.d.PortAttr.ActiveMTU}
+}
+
+func (r *rdmaDevice) limits() rdmatest.Limits { return r.d.Limits() }
+
+func (r *rdmaDevice) open(req *oob.Setup) (passive, error) {
+	p, err := rdmatest.NewPassive(r.d, req, r.timeout)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}

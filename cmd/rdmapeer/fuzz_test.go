@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
+)
+
+// fuzzSession plays one whole session against a server with the fake
+// device over an in-memory connection: when in[0] is odd the harness
+// does a correct handshake first (so the fuzzer reaches Setup, Start and
+// Stop); then it sends the rest of in as the client's frames, and reads
+// whatever the peer answers. Nothing may panic, leak or hang.
+func fuzzSession(t *testing.T, in []byte) {
+	f := newFakeDev()
+	lim := hostLimits()
+	lim.hello, lim.idle = time.Second, time.Second
+	s := newServer(f, testToken, lim)
+	s.logf = func(string, ...any) {}
+	server, client := net.Pipe()
+	client.SetDeadline(time.Now().Add(10 * time.Second))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.handle(context.Background(), server)
+	}()
+	if len(in) > 0 && in[0]&1 == 1 {
+		if _, err := handshake(client, testToken); err != nil {
+			t.Fatalf("the harness's handshake failed: %v", err)
+		}
+		in = in[1:]
+	}
+	// The peer answers while frames arrive: read concurrently.
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		io.Copy(io.Discard, client)
+	}()
+	client.Write(in)
+	client.Close()
+	<-read
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the session did not end")
+	}
+	require.Zero(t, s.panics.Load(), "a session panicked")
+	_, live, _ := f.state()
+	require.Zero(t, live, "a passive side was not released")
+	require.Equal(t, budget{}, s.pool.inUse(), "the budget was not returned")
+	require.Empty(t, s.slots, "a client slot was not returned")
+}
+
+func frames(t testing.TB, msgs ...any) []byte {
+	var b bytes.Buffer
+	for i := 0; i < len(msgs); i += 2 {
+		require.NoError(t, oob.WriteFrame(&b, msgs[i].(oob.MsgType), msgs[i+1]))
+	}
+	return b.Bytes()
+}
+
+// FuzzSession drives whole sessions — frame sequences after a correct or
+// no handshake — through the peer with a fake device: no input panics a
+// session, leaks a passive side, a budget or a slot, or hangs.
+func FuzzSession(f *testing.F) {
+	auth := []byte{1}
+	whole := frames(f, oob.MsgSetup, writeEchoSetup(), oob.MsgStart, &oob.Start{}, oob.MsgStop, &oob.Stop{})
+	f.Add(append(auth, whole...))
+	zero := writeEchoSetup()
+	zero.Scenario.Size = 0
+	f.Add(append(auth, frames(f, oob.MsgSetup, zero, oob.MsgStart, &oob.Start{})...))
+	f.Add(append(auth, frames(f, oob.MsgSetup, targetSetup(4, 4096), oob.MsgStop, &oob.Stop{})...))
+	f.Add(append(auth, frames(f, oob.MsgStart, &oob.Start{}, oob.MsgSetup, writeEchoSetup())...))
+	f.Add(append(auth, frames(f, oob.MsgSetup, writeEchoSetup(), oob.MsgSetup, writeEchoSetup())...))
+	f.Add(append(auth, frames(f, oob.MsgError, &oob.Error{Msg: "x"})...))
+	nonce := bytes.Repeat([]byte{1}, oob.NonceLen)
+	f.Add(append([]byte{0}, frames(f, oob.MsgHello, &oob.Hello{Version: oob.Version, Nonce: nonce}, oob.MsgAuth, &oob.Auth{Proof: nonce})...))
+	f.Add([]byte{0})
+	f.Add(append([]byte{0}, "GET / HTTP/1.1\r\n\r\n"...))
+	f.Fuzz(func(t *testing.T, in []byte) { fuzzSession(t, in) })
+}

@@ -1,0 +1,763 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rdmabench/rdmabench/rdmatest"
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// fakeDev stands in for the RDMA device: it has rxe's limits and makes
+// passive sides that only count what happens to them.
+type fakeDev struct {
+	lim     rdmatest.Limits
+	panicOn string // "open", "start" or "stop": panic there
+
+	mu                  sync.Mutex
+	opened, live        int
+	aborted, started    int
+	lastOpened          *fakePassive
+	startedCh, closedCh chan struct{}
+}
+
+func newFakeDev() *fakeDev {
+	return &fakeDev{
+		lim: rdmatest.Limits{
+			Device: "rxe0",
+			Attr: verbs.DeviceAttr{Name: "rxe0", Provider: "rxe", MaxQPWR: 1048576, MaxQP: 1048560, MaxSGE: 32, MaxCQE: 32767,
+				MaxSRQ: 917503, MaxSRQWR: 1048576, MaxMRSize: 1 << 40, MaxInline: 512, AtomicCap: verbs.AtomicHCA, PhysPortCnt: 1},
+			Port:     1,
+			PortAttr: verbs.PortAttr{Num: 1, State: verbs.PortActive, ActiveMTU: 1024, MaxMTU: 4096, MaxMsgSize: 8388608},
+		},
+		startedCh: make(chan struct{}, 100), closedCh: make(chan struct{}, 100),
+	}
+}
+
+func (f *fakeDev) info() oob.HelloOK {
+	return oob.HelloOK{Device: "rxe0", Provider: "rxe", FW: "1.0", MTU: 1024}
+}
+
+func (f *fakeDev) limits() rdmatest.Limits { return f.lim }
+
+func (f *fakeDev) open(req *oob.Setup) (passive, error) {
+	if f.panicOn == "open" {
+		var s []byte
+		_ = s[req.Scenario.Size-1] // what serveWriteEcho did with size 0
+	}
+	// The real device checks again (NewPassive): so does the fake.
+	if err := rdmatest.CheckSetup(req, f.lim); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.opened++
+	f.live++
+	p := &fakePassive{f: f}
+	for i := range req.Scenario.QPs {
+		p.ok.Endpoints = append(p.ok.Endpoints, oob.Endpoint{QPN: uint32(0x200 + i), PSN: 7, GID: "::ffff:127.0.0.1"})
+		p.ok.Targets = append(p.ok.Targets, oob.Target{Addr: 0x10000, RKey: 9})
+	}
+	p.ok.MTU = min(req.MTU, 1024)
+	f.lastOpened = p
+	return p, nil
+}
+
+func (f *fakeDev) state() (opened, live, aborted int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.opened, f.live, f.aborted
+}
+
+type fakePassive struct {
+	f      *fakeDev
+	ok     oob.SetupOK
+	closed bool
+}
+
+func (p *fakePassive) SetupOK() *oob.SetupOK { return &p.ok }
+
+func (p *fakePassive) Start() error {
+	if p.f.panicOn == "start" {
+		panic("fake: start")
+	}
+	p.f.mu.Lock()
+	p.f.started++
+	p.f.mu.Unlock()
+	p.f.startedCh <- struct{}{}
+	return nil
+}
+
+func (p *fakePassive) Stop() (*oob.Stopped, error) {
+	if p.f.panicOn == "stop" {
+		panic("fake: stop")
+	}
+	return &oob.Stopped{Received: 42}, nil
+}
+
+func (p *fakePassive) Abort() error {
+	p.f.mu.Lock()
+	p.f.aborted++
+	p.f.mu.Unlock()
+	return nil
+}
+
+func (p *fakePassive) Close() error {
+	p.f.mu.Lock()
+	defer p.f.mu.Unlock()
+	if !p.closed {
+		p.closed = true
+		p.f.live--
+		p.f.closedCh <- struct{}{}
+	}
+	return nil
+}
+
+// hostLimits are small limits for the host tests.
+func hostLimits() limits {
+	l := defaultLimits
+	l.hello, l.idle = 2*time.Second, 10*time.Second
+	return l
+}
+
+// dial connects to addr with a deadline for the whole test exchange.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
+}
+
+// handshake does the client's side of the handshake with token and
+// returns the peer's answer, or why it refused.
+func handshake(c net.Conn, token string) (*oob.HelloOK, error) {
+	nonce, err := oob.NewNonce()
+	if err != nil {
+		return nil, err
+	}
+	if err := oob.WriteFrame(c, oob.MsgHello, &oob.Hello{Version: oob.Version, Client: "test", Nonce: nonce}); err != nil {
+		return nil, err
+	}
+	var ch oob.Challenge
+	if err := oob.Decode(c, oob.MsgChallenge, &ch); err != nil {
+		return nil, err
+	}
+	if err := oob.WriteFrame(c, oob.MsgAuth, &oob.Auth{Proof: oob.ClientProof(token, ch.Nonce, nonce)}); err != nil {
+		return nil, err
+	}
+	var ok oob.HelloOK
+	if err := oob.Decode(c, oob.MsgHelloOK, &ok); err != nil {
+		return nil, err
+	}
+	if ch.TokenRequired && !oob.ProofOK(ok.Proof, oob.PeerProof(token, nonce, ch.Nonce)) {
+		return nil, errors.New("the peer's proof is wrong")
+	}
+	return &ok, nil
+}
+
+// dialAuth connects and authenticates; failing is a test failure.
+func dialAuth(t *testing.T, addr, token string) net.Conn {
+	t.Helper()
+	c := dial(t, addr)
+	_, err := handshake(c, token)
+	require.NoError(t, err)
+	return c
+}
+
+// targetSetup is a WRITE stream's Setup on qps QPs with slots of slot
+// bytes.
+func targetSetup(qps, slot int) *oob.Setup {
+	req := &oob.Setup{Scenario: oob.Scenario{Op: "RDMA_WRITE", Transport: "RC", Role: "target", Size: 64, QPs: qps,
+		SendDepth: 4, RecvDepth: 1, SlotSize: slot}, MTU: 1024, QKey: 0x4242}
+	for i := range qps {
+		req.Endpoints = append(req.Endpoints, oob.Endpoint{QPN: uint32(0x100 + i), GID: "::ffff:192.0.2.1"})
+		req.Targets = append(req.Targets, oob.Target{Addr: 0x1000, RKey: 1})
+	}
+	return req
+}
+
+// writeEchoSetup is WriteLat's Setup.
+func writeEchoSetup() *oob.Setup {
+	req := targetSetup(1, 64)
+	req.Scenario.Role, req.Scenario.Size, req.Scenario.SendDepth = "write-echo", 8, 64
+	return req
+}
+
+// setup sends req on an authenticated connection and returns the answer.
+func setup(c net.Conn, req *oob.Setup) error {
+	if err := oob.WriteFrame(c, oob.MsgSetup, req); err != nil {
+		return err
+	}
+	var ok oob.SetupOK
+	return oob.Decode(c, oob.MsgSetupOK, &ok)
+}
+
+// fullSession runs a whole good session: the peer serves.
+func fullSession(t *testing.T, addr string) {
+	t.Helper()
+	c := dialAuth(t, addr, testToken)
+	require.NoError(t, setup(c, writeEchoSetup()))
+	require.NoError(t, oob.WriteFrame(c, oob.MsgStart, &oob.Start{}))
+	require.NoError(t, oob.Decode(c, oob.MsgStarted, &oob.Started{}))
+	require.NoError(t, oob.WriteFrame(c, oob.MsgStop, &oob.Stop{}))
+	var st oob.Stopped
+	require.NoError(t, oob.Decode(c, oob.MsgStopped, &st))
+	assert.Equal(t, uint64(42), st.Received)
+}
+
+// waitIdle waits until every session has ended and returned its
+// resources and budget.
+func waitIdle(t *testing.T, srv *server, f *fakeDev) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, live, _ := f.state()
+		return live == 0 && srv.pool.inUse() == budget{} && len(srv.slots) == 0
+	}, 5*time.Second, 10*time.Millisecond, "sessions did not release everything")
+}
+
+// TestHostileClient drives the peer (with a fake device) as an attacker
+// would: each request ends with a clear error on the client, nothing is
+// left behind, and the peer serves the next client.
+func TestHostileClient(t *testing.T) {
+	f := newFakeDev()
+	lim := hostLimits()
+	lim.client = budget{QPs: 4, WRs: 1000, CQEs: 1000, Mem: 1 << 20}
+	addr, srv := startServer(t, f, testToken, lim)
+	withQPs := func(req *oob.Setup, n int) *oob.Setup {
+		r := targetSetup(n, req.Scenario.SlotSize)
+		r.Scenario = req.Scenario
+		r.Scenario.QPs = n
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		req  func() *oob.Setup
+		want string // "" = accepted
+	}{
+		{"write-echo size 0", func() *oob.Setup { r := writeEchoSetup(); r.Scenario.Size = 0; return r }, "message size 0 must be at least 1 byte"},
+		{"size larger than the slot", func() *oob.Setup { r := writeEchoSetup(); r.Scenario.Size = 65; return r }, "slot_size 64 is smaller than the message size 65"},
+		{"negative size", func() *oob.Setup { r := writeEchoSetup(); r.Scenario.Size = -4; return r }, "size -4 out of range"},
+		{"role for another verb", func() *oob.Setup { r := writeEchoSetup(); r.Scenario.Op = "SEND"; return r }, `role "write-echo" does not serve SEND`},
+		{"unknown role", func() *oob.Setup { r := writeEchoSetup(); r.Scenario.Role = "shell"; return r }, `role "shell" is not one of`},
+		{"READ over UD", func() *oob.Setup {
+			r := targetSetup(1, 64)
+			r.Scenario.Op, r.Scenario.Transport = "RDMA_READ", "UD"
+			return r
+		}, "UD supports SEND only, not RDMA_READ"},
+		{"qps at the limit", func() *oob.Setup { return targetSetup(4, 64) }, ""},
+		{"qps over the limit", func() *oob.Setup { return targetSetup(5, 64) }, "qps 5 exceeds this peer's limit 4 per client (-max-qps)"},
+		{"work requests at the limit", func() *oob.Setup {
+			r := targetSetup(2, 64)
+			r.Scenario.SendDepth, r.Scenario.RecvDepth = 400, 100
+			return r
+		}, ""},
+		{"work requests over the limit", func() *oob.Setup {
+			r := targetSetup(2, 64)
+			r.Scenario.SendDepth, r.Scenario.RecvDepth = 400, 101
+			return r
+		}, "work requests (queue depths × QPs) 1002 exceeds this peer's limit 1000 per client (-max-wrs)"},
+		{"SRQ counted once", func() *oob.Setup {
+			r := withQPs(&oob.Setup{Scenario: oob.Scenario{Op: "SEND", Transport: "RC", Role: "sink", Size: 64, SendDepth: 100, RecvDepth: 600, SlotSize: 64, SRQ: true}}, 4)
+			return r
+		}, "CQ entries 2800 exceeds this peer's limit 1000 per client (-max-cqe)"},
+		{"memory at the limit", func() *oob.Setup { return targetSetup(1, 512<<10) }, ""},
+		{"memory over the limit", func() *oob.Setup { return targetSetup(1, 512<<10+1) }, "exceeds this peer's limit 1048576 per client (-max-mem)"},
+		{"send depth over the device's", func() *oob.Setup {
+			r := targetSetup(1, 64)
+			r.Scenario.SendDepth = oob.MaxDepth + 1
+			return r
+		}, "send_depth 65537 out of range 1..65536"},
+		{"inline over the device's", func() *oob.Setup {
+			r := writeEchoSetup()
+			r.Scenario.Inline = 1024
+			return r
+		}, "inline 1024 exceeds rxe0's max_inline_data 512"},
+		{"endpoints missing", func() *oob.Setup { r := targetSetup(2, 64); r.Endpoints = r.Endpoints[:1]; return r }, "1 endpoints for qps 2"},
+		{"bad GID", func() *oob.Setup { r := targetSetup(1, 64); r.Endpoints[0].GID = "x"; return r }, `endpoint 0: gid "x" is not an IP address`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialAuth(t, addr, testToken)
+			err := setup(c, tc.req())
+			if tc.want == "" {
+				require.NoError(t, err)
+				c.Close()
+			} else {
+				var pe *oob.PeerError
+				require.ErrorAs(t, err, &pe)
+				assert.Contains(t, err.Error(), tc.want)
+			}
+			waitIdle(t, srv, f)
+			fullSession(t, addr)
+			waitIdle(t, srv, f)
+		})
+	}
+	assert.Zero(t, srv.panics.Load())
+}
+
+// TestHostileHandshake: no hello, a wrong token, a replayed handshake,
+// an old client, garbage — each refused with a clear error; the peer
+// serves the next client.
+func TestHostileHandshake(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, addr string) error
+		want string
+	}{
+		{"no hello", func(t *testing.T, addr string) error {
+			c := dial(t, addr)
+			return oob.Decode(c, oob.MsgChallenge, &oob.Challenge{})
+		}, "authentication failed: no handshake within 300ms (-hello-timeout)"},
+		{"hello, then silence", func(t *testing.T, addr string) error {
+			c := dial(t, addr)
+			nonce, _ := oob.NewNonce()
+			require.NoError(t, oob.WriteFrame(c, oob.MsgHello, &oob.Hello{Version: oob.Version, Nonce: nonce}))
+			require.NoError(t, oob.Decode(c, oob.MsgChallenge, &oob.Challenge{}))
+			return oob.Decode(c, oob.MsgHelloOK, &oob.HelloOK{})
+		}, "no handshake within 300ms"},
+		{"wrong token", func(t *testing.T, addr string) error {
+			_, err := handshake(dial(t, addr), "0123456789abcdef-guess")
+			return err
+		}, "oob: peer refused: authentication failed"},
+		{"no token", func(t *testing.T, addr string) error {
+			_, err := handshake(dial(t, addr), "")
+			return err
+		}, "oob: peer refused: authentication failed"},
+		{"replayed handshake", func(t *testing.T, addr string) error {
+			// Record a good client's Hello and Auth, replay them on a
+			// new connection: the peer's nonce differs.
+			c := dial(t, addr)
+			nonce, _ := oob.NewNonce()
+			hello := &oob.Hello{Version: oob.Version, Client: "victim", Nonce: nonce}
+			require.NoError(t, oob.WriteFrame(c, oob.MsgHello, hello))
+			var ch oob.Challenge
+			require.NoError(t, oob.Decode(c, oob.MsgChallenge, &ch))
+			auth := &oob.Auth{Proof: oob.ClientProof(testToken, ch.Nonce, nonce)}
+			require.NoError(t, oob.WriteFrame(c, oob.MsgAuth, auth))
+			require.NoError(t, oob.Decode(c, oob.MsgHelloOK, &oob.HelloOK{}), "precondition: the recorded handshake worked")
+			c.Close()
+			r := dial(t, addr)
+			require.NoError(t, oob.WriteFrame(r, oob.MsgHello, hello))
+			require.NoError(t, oob.Decode(r, oob.MsgChallenge, &oob.Challenge{}))
+			require.NoError(t, oob.WriteFrame(r, oob.MsgAuth, auth))
+			return oob.Decode(r, oob.MsgHelloOK, &oob.HelloOK{})
+		}, "oob: peer refused: authentication failed"},
+		{"version 1 client (token in Hello)", func(t *testing.T, addr string) error {
+			c := dial(t, addr)
+			_, err := c.Write(append([]byte("RDBP\x01\x01\x00\x00\x00\x1b"), `{"version":1,"token":"abc"}`...))
+			require.NoError(t, err)
+			return oob.Decode(c, oob.MsgChallenge, &oob.Challenge{})
+		}, "protocol version 1, this side speaks 2"},
+		{"setup before hello", func(t *testing.T, addr string) error {
+			c := dial(t, addr)
+			require.NoError(t, oob.WriteFrame(c, oob.MsgSetup, writeEchoSetup()))
+			return oob.Decode(c, oob.MsgChallenge, &oob.Challenge{})
+		}, "got Setup, want Hello"},
+		{"HTTP", func(t *testing.T, addr string) error {
+			c := dial(t, addr)
+			_, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+			require.NoError(t, err)
+			return oob.Decode(c, oob.MsgChallenge, &oob.Challenge{})
+		}, "not an rdmabench peer?"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeDev()
+			lim := hostLimits()
+			lim.hello = 300 * time.Millisecond
+			addr, srv := startServer(t, f, testToken, lim)
+			err := tc.run(t, addr)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			fullSession(t, addr)
+			waitIdle(t, srv, f)
+			opened, _, _ := f.state()
+			assert.Equal(t, 1, opened, "only the good client reached the device")
+		})
+	}
+}
+
+// TestRateLimit: after maxFails failed handshakes an address is refused
+// for a while, even with the right token, and the refusal says so.
+func TestRateLimit(t *testing.T) {
+	f := newFakeDev()
+	addr, srv := startServer(t, f, testToken, hostLimits())
+	for range maxFails {
+		_, err := handshake(dial(t, addr), "0123456789abcdef-guess")
+		require.ErrorContains(t, err, "authentication failed")
+	}
+	_, err := handshake(dial(t, addr), testToken)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "refused: 5 failed handshakes from 127.0.0.1 within 1m0s; try again in 1m0s")
+
+	// Later, the address is served again.
+	srv.hosts.mu.Lock()
+	srv.hosts.now = func() time.Time { return time.Now().Add(blockFor + failWindow) }
+	srv.hosts.mu.Unlock()
+	fullSession(t, addr)
+}
+
+// TestSlots: a client slot is taken only after authentication, so silent
+// connections lock nobody out; when every slot is taken, an
+// authenticated client is told the peer is busy.
+func TestSlots(t *testing.T) {
+	f := newFakeDev()
+	lim := hostLimits()
+	lim.clients, lim.perHost = 1, 10
+	addr, srv := startServer(t, f, testToken, lim)
+	for range 3 {
+		dial(t, addr) // silent
+	}
+	fullSession(t, addr)
+	waitIdle(t, srv, f) // the slot is returned after the client has its answer
+
+	holder := dialAuth(t, addr, testToken)
+	require.NoError(t, setup(holder, writeEchoSetup()))
+	_, err := handshake(dial(t, addr), testToken)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "oob: peer refused: busy: 1 clients already (-max-clients)")
+	holder.Close()
+	waitIdle(t, srv, f)
+	fullSession(t, addr)
+}
+
+// TestConnsPerHost: connections from one address, handshakes included,
+// are bounded.
+func TestConnsPerHost(t *testing.T) {
+	f := newFakeDev()
+	lim := hostLimits()
+	lim.perHost = 2
+	addr, srv := startServer(t, f, testToken, lim)
+	silent := dial(t, addr)
+	dial(t, addr)
+	require.Eventually(t, func() bool {
+		srv.hosts.mu.Lock()
+		defer srv.hosts.mu.Unlock()
+		return srv.hosts.m["127.0.0.1"] != nil && srv.hosts.m["127.0.0.1"].conns == 2
+	}, 5*time.Second, 10*time.Millisecond, "precondition: both silent connections admitted")
+	_, err := handshake(dial(t, addr), testToken)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "refused: 2 connections from 127.0.0.1 already (-max-conns-per-host 2)")
+	silent.Close()
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		_, err = handshake(c, testToken)
+		return err == nil
+	}, 5*time.Second, 20*time.Millisecond)
+	waitIdle(t, srv, f)
+}
+
+// TestTotalLimits: what all clients hold together is bounded; a client
+// that would pass it is refused naming what the others hold.
+func TestTotalLimits(t *testing.T) {
+	f := newFakeDev()
+	lim := hostLimits()
+	lim.total.QPs = 6
+	addr, srv := startServer(t, f, testToken, lim)
+	a := dialAuth(t, addr, testToken)
+	require.NoError(t, setup(a, targetSetup(4, 64)))
+	b := dialAuth(t, addr, testToken)
+	err := setup(b, targetSetup(3, 64))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "qps: 4 in use by other clients + 3 asked exceeds this peer's total 6 (-total-qps)")
+	c := dialAuth(t, addr, testToken)
+	require.NoError(t, setup(c, targetSetup(2, 64)), "at the total")
+	a.Close()
+	c.Close()
+	waitIdle(t, srv, f)
+	fullSession(t, addr)
+}
+
+// TestPanicEndsOneSession: a panic while serving a client ends that
+// session with an error on the client; the daemon serves on.
+func TestPanicEndsOneSession(t *testing.T) {
+	for _, where := range []string{"open", "start", "stop"} {
+		t.Run(where, func(t *testing.T) {
+			f := newFakeDev()
+			addr, srv := startServer(t, f, testToken, hostLimits())
+			f.panicOn = where
+			c := dialAuth(t, addr, testToken)
+			err := setup(c, writeEchoSetup())
+			if err == nil {
+				require.NoError(t, oob.WriteFrame(c, oob.MsgStart, &oob.Start{}))
+				err = oob.Decode(c, oob.MsgStarted, &oob.Started{})
+			}
+			if err == nil {
+				require.NoError(t, oob.WriteFrame(c, oob.MsgStop, &oob.Stop{}))
+				err = oob.Decode(c, oob.MsgStopped, &oob.Stopped{})
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "internal error in the peer (panic:")
+			waitIdle(t, srv, f)
+			assert.Equal(t, int64(1), srv.panics.Load())
+			f.panicOn = ""
+			fullSession(t, addr)
+		})
+	}
+}
+
+// TestShutdownMidSession: the peer's shutdown (SIGTERM) ends running
+// sessions at once: QPs to error, resources released, clients told; serve
+// returns within seconds.
+func TestShutdownMidSession(t *testing.T) {
+	f := newFakeDev()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := newServer(f, testToken, hostLimits())
+	srv.logf = t.Logf
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, ln, srv) }()
+	addr := ln.Addr().String()
+
+	running := dialAuth(t, addr, testToken)
+	require.NoError(t, setup(running, writeEchoSetup()))
+	require.NoError(t, oob.WriteFrame(running, oob.MsgStart, &oob.Start{}))
+	require.NoError(t, oob.Decode(running, oob.MsgStarted, &oob.Started{}))
+	settingUp := dialAuth(t, addr, testToken) // authenticated, no Setup yet
+	silent := dial(t, addr)                   // no Hello yet
+
+	t0 := time.Now()
+	cancel()
+	for name, c := range map[string]net.Conn{"running": running, "setting up": settingUp} {
+		err := oob.Decode(c, oob.MsgStopped, &oob.Stopped{})
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "oob: peer refused: the peer is shutting down", name)
+	}
+	_, err = handshake(silent, testToken)
+	assert.Error(t, err)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("serve did not return within 5 s of the shutdown")
+	}
+	assert.Less(t, time.Since(t0), 2*time.Second)
+	opened, live, aborted := f.state()
+	assert.Equal(t, 1, opened)
+	assert.Zero(t, live, "the running session's resources were released")
+	assert.Equal(t, 1, aborted, "its QPs went to the error state first")
+	_, err = net.Dial("tcp", addr)
+	assert.Error(t, err, "the listener is closed")
+}
+
+// TestSecondSignalExits: the first signal ends the sessions, the second
+// exits at once.
+func TestSecondSignalExits(t *testing.T) {
+	sigs := make(chan os.Signal, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	exited := make(chan int, 1)
+	go onSignals(sigs, cancel, func(code int) { exited <- code })
+	sigs <- syscall.SIGTERM
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first SIGTERM did not end the sessions")
+	}
+	assert.Empty(t, exited, "one signal does not exit")
+	sigs <- syscall.SIGTERM
+	select {
+	case code := <-exited:
+		assert.Equal(t, 1, code)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second SIGTERM did not exit")
+	}
+}
+
+// flakyListener fails its first n Accepts with EMFILE.
+type flakyListener struct {
+	net.Listener
+	n int
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if l.n > 0 {
+		l.n--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptBackoff: running out of file descriptors does not end the
+// daemon: it backs off and serves on.
+func TestAcceptBackoff(t *testing.T) {
+	f := newFakeDev()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := newServer(f, testToken, hostLimits())
+	var logged []string
+	var mu sync.Mutex
+	srv.logf = func(format string, v ...any) {
+		mu.Lock()
+		logged = append(logged, fmt.Sprintf(format, v...))
+		mu.Unlock()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, &flakyListener{Listener: ln, n: 5}, srv) }()
+	fullSession(t, ln.Addr().String())
+	cancel()
+	require.NoError(t, <-done)
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, logged)
+	assert.Contains(t, logged[0], "too many open files; retrying in 5ms")
+}
+
+// TestCommandLine: bad settings are usage errors naming the value; the
+// token never comes from the command line; a non-loopback address needs
+// a token or -trusted-network.
+func TestCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-max-clients", "0"}, "-max-clients 0 must be at least 1"},
+		{[]string{"-max-clients", "-3"}, "-max-clients -3 must be at least 1"},
+		{[]string{"-max-qps", "0"}, "-max-qps 0 must be at least 1"},
+		{[]string{"-total-mem", "0"}, "-total-mem 0 must be at least 1"},
+		{[]string{"-max-conns-per-host", "0"}, "-max-conns-per-host 0 must be at least 1"},
+		{[]string{"-hello-timeout", "0s"}, "-hello-timeout 0s and -idle 10m0s must be positive"},
+		{[]string{"-token", "s3cret"}, "never the command line"},
+		{[]string{"s3cret"}, "unexpected arguments"},
+	} {
+		t.Run(fmt.Sprint(tc.args), func(t *testing.T) {
+			_, err := parseFlags(flag.NewFlagSet("test", flag.ContinueOnError), tc.args)
+			var ue usageError
+			require.ErrorAs(t, err, &ue)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	o, err := parseFlags(flag.NewFlagSet("test", flag.ContinueOnError), nil)
+	require.NoError(t, err)
+	assert.Equal(t, defaultLimits, o.lim)
+	assert.Equal(t, ":18515", o.listen)
+
+	for _, tc := range []struct {
+		listen, token string
+		trusted       bool
+		want          string // "" = allowed
+	}{
+		{":18515", "", false, `refusing to serve the RDMA device on every interface (-listen ":18515") without a token`},
+		{"0.0.0.0:18515", "", false, "refusing to serve the RDMA device on 0.0.0.0"},
+		{"192.0.2.1:18515", "", false, "refusing to serve the RDMA device on 192.0.2.1"},
+		{"[::]:18515", "", false, "refusing"},
+		{"127.0.0.1:18515", "", false, ""},
+		{"[::1]:18515", "", false, ""},
+		{"localhost:18515", "", false, ""},
+		{":18515", testToken, false, ""},
+		{":18515", "", true, ""},
+		{"18515", "", false, "missing port"},
+	} {
+		t.Run(tc.listen, func(t *testing.T) {
+			err := checkExposure(tc.listen, tc.token, tc.trusted)
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestToken: the token comes from a file or the environment, and must
+// not be trivially short.
+func TestToken(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(file, []byte(testToken+"\n"), 0o600))
+	env := func(v string) func(string) string { return func(string) string { return v } }
+
+	tok, err := loadToken(file, env("ignored-because-of-the-file"))
+	require.NoError(t, err)
+	assert.Equal(t, testToken, tok, "the file wins, its newline trimmed")
+	tok, err = loadToken("", env(testToken))
+	require.NoError(t, err)
+	assert.Equal(t, testToken, tok)
+	tok, err = loadToken("", env(""))
+	require.NoError(t, err)
+	assert.Empty(t, tok)
+	_, err = loadToken("", env("short"))
+	assert.ErrorContains(t, err, "the token is 5 bytes; use at least 16")
+	_, err = loadToken(filepath.Join(dir, "missing"), env(""))
+	assert.ErrorContains(t, err, "-token-file")
+}
+
+// TestOpenPeer: a peer without a token (loopback) lets any client in,
+// and proves nothing.
+func TestOpenPeer(t *testing.T) {
+	f := newFakeDev()
+	addr, _ := startServer(t, f, "", hostLimits())
+	c := dial(t, addr)
+	ok, err := handshake(c, "")
+	require.NoError(t, err)
+	assert.Empty(t, ok.Proof)
+	assert.Equal(t, "rxe0", ok.Device)
+}
+
+// TestHosts: the per-address table forgets an address once nothing of
+// it is left, so it cannot grow without bound.
+func TestHosts(t *testing.T) {
+	h := newHosts(2)
+	now := time.Unix(1000, 0)
+	h.now = func() time.Time { return now }
+	require.NoError(t, h.admit("a"))
+	require.NoError(t, h.admit("a"))
+	assert.ErrorContains(t, h.admit("a"), "refused: 2 connections from a already (-max-conns-per-host 2)")
+	h.release("a")
+	h.release("a")
+	assert.Empty(t, h.m)
+	for i := 1; i < maxFails; i++ {
+		n, blocked := h.fail("b")
+		assert.Equal(t, i, n)
+		assert.False(t, blocked)
+	}
+	_, blocked := h.fail("b")
+	assert.True(t, blocked)
+	assert.ErrorContains(t, h.admit("b"), "failed handshakes from b")
+	now = now.Add(blockFor + failWindow + time.Second)
+	require.NoError(t, h.admit("b"))
+	h.release("b")
+	assert.Empty(t, h.m)
+}
+
+// TestBudget: every resource is compared with its own limit, inline space
+// counting as memory, and the message names the flag.
+func TestBudget(t *testing.T) {
+	limit := budget{QPs: 4, WRs: 100, CQEs: 100, Mem: 1 << 20}
+	c := costOf(rdmatest.Cost{QPs: 4, WRs: 100, CQEs: 100, Registered: 1 << 19, Inline: 1 << 19})
+	require.NoError(t, c.within(limit), "at every limit")
+	c = costOf(rdmatest.Cost{QPs: 5, WRs: 101, CQEs: 101, Registered: 1 << 19, Inline: 1<<19 + 1})
+	err := c.within(limit)
+	require.ErrorIs(t, err, ErrOverLimit)
+	for _, want := range []string{"qps 5 exceeds this peer's limit 4 per client (-max-qps)", "(-max-wrs)", "(-max-cqe)",
+		"memory bytes (registered + inline) 1048577 exceeds this peer's limit 1048576 per client (-max-mem)"} {
+		assert.Contains(t, err.Error(), want)
+	}
+	p := pool{total: limit}
+	require.NoError(t, p.take(costOf(rdmatest.Cost{QPs: 3})))
+	require.ErrorIs(t, p.take(costOf(rdmatest.Cost{QPs: 2})), ErrOverLimit)
+	require.NoError(t, p.take(costOf(rdmatest.Cost{QPs: 1})))
+	p.give(costOf(rdmatest.Cost{QPs: 3}))
+	p.give(costOf(rdmatest.Cost{QPs: 1}))
+	assert.Equal(t, budget{}, p.inUse())
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rdmabench/rdmabench/rdmatest"
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
+)
+
+// limits bound what clients may make the peer create and how long they
+// may take.
+type limits struct {
+	clients int // sessions at once (after authentication)
+	perHost int // connections per remote address, handshakes included
+	hello   time.Duration
+	idle    time.Duration
+	client  budget // per session
+	total   budget // all sessions together
+}
+
+// defaultLimits are the flags' defaults: safe on a shared node (see the
+// README's Security section).
+var defaultLimits = limits{
+	clients: 4, perHost: 4, hello: 5 * time.Second, idle: 10 * time.Minute,
+	client: budget{QPs: 16, WRs: 32768, CQEs: 65536, Mem: 64 << 20},
+	total:  budget{QPs: 64, WRs: 131072, CQEs: 262144, Mem: 256 << 20},
+}
+
+// step bounds each setup exchange after the handshake.
+const step = 30 * time.Second
+
+// server holds what every session shares.
+type server struct {
+	dev   device
+	token string // empty: no authentication (loopback or -trusted-network)
+	lim   limits
+	// mu serialises the sessions' use of the device while they create
+	// resources; the data path of each session runs on its own.
+	mu    sync.Mutex
+	slots chan struct{}
+	pool  pool
+	hosts *hosts
+	// ok and failed count the sessions that ended, by how; panics the
+	// sessions that ended in a recovered panic.
+	ok, failed, panics atomic.Int64
+	logf               func(format string, v ...any)
+}
+
+func newServer(dev device, token string, lim limits) *server {
+	return &server{dev: dev, token: token, lim: lim, slots: make(chan struct{}, lim.clients),
+		pool: pool{total: lim.total}, hosts: newHosts(lim.perHost), logf: log.Printf}
+}
+
+// errShutdown ends the sessions when the peer stops.
+var errShutdown = errors.New("the peer is shutting down")
+
+// errAuth is a failed handshake; the client is told no more.
+var errAuth = errors.New("authentication failed")
+
+// serve accepts clients until ctx ends, then ends every session (QPs to
+// error, resources released, clients told) and waits for them.
+func serve(ctx context.Context, ln net.Listener, s *server) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var delay time.Duration
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return err
+			}
+			// EMFILE, ENFILE, ECONNABORTED…: back off, as net/http does.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.logf("accept: %v; retrying in %v", err, delay)
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		delay = 0
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.handle(ctx, conn)
+		}()
+	}
+}
+
+// handle serves one connection from accept to close.
+func (s *server) handle(ctx context.Context, conn net.Conn) {
+	defer conn.Close()
+	who, host := conn.RemoteAddr().String(), hostOf(conn.RemoteAddr())
+	if err := s.hosts.admit(host); err != nil {
+		s.logf("%s: %v", who, err)
+		conn.SetDeadline(time.Now().Add(time.Second))
+		oob.WriteFrame(conn, oob.MsgError, &oob.Error{Msg: err.Error()})
+		return
+	}
+	defer s.hosts.release(host)
+	c := &session{s: s, conn: conn, who: who, host: host, watched: make(chan struct{}), done: make(chan struct{})}
+	// Shutdown: unblock whatever the session waits for on the connection,
+	// and keep it from setting a later deadline.
+	go func() {
+		defer close(c.watched)
+		select {
+		case <-ctx.Done():
+			c.mu.Lock()
+			c.stopping = true
+			conn.SetDeadline(time.Now())
+			c.mu.Unlock()
+		case <-c.done:
+		}
+	}()
+	err := c.run(ctx)
+	close(c.done)
+	switch {
+	case err == nil:
+		s.ok.Add(1)
+		s.logf("%s: done", who)
+	default:
+		s.failed.Add(1)
+		s.logf("%s: %s", who, oneLine(err))
+	}
+}
+
+// session is one connection's conversation.
+type session struct {
+	s         *server
+	conn      net.Conn
+	who, host string
+	client    string      // what the client calls itself (sanitised)
+	hello     oob.HelloOK // the answer once the client authenticated
+	watched   chan struct{}
+	done      chan struct{}
+	told      bool
+	// mu orders the session's deadlines after the shutdown's.
+	mu       sync.Mutex
+	stopping bool
+}
+
+// deadline sets the connection's deadline to d from now, unless the peer
+// is shutting down (then the deadline is already past).
+func (c *session) deadline(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopping {
+		c.conn.SetDeadline(time.Now().Add(d))
+	}
+}
+
+// run does the handshake, takes a client slot, and serves the scenario.
+// A panic ends the session with an error (and the client is told), not
+// the daemon.
+func (c *session) run(ctx context.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.panics.Add(1)
+			c.s.logf("%s: panic: %v\n%s", c.who, r, debug.Stack())
+			err = c.fail(ctx, fmt.Errorf("internal error in the peer (panic: %v); the session is ended", r))
+		}
+	}()
+	if err := c.handshake(ctx); err != nil {
+		return err
+	}
+	select {
+	case c.s.slots <- struct{}{}:
+		defer func() { <-c.s.slots }()
+	default:
+		return c.fail(ctx, fmt.Errorf("busy: %d clients already (-max-clients)", c.s.lim.clients))
+	}
+	return c.serve(ctx)
+}
+
+// fail tells the client why its session ends (once) and returns err; when
+// the peer is shutting down that is the reason.
+func (c *session) fail(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		<-c.watched // the watcher has set its deadline; ours comes after
+		err = errShutdown
+	}
+	if !c.told {
+		c.told = true
+		c.conn.SetDeadline(time.Now().Add(time.Second)) // after the watcher's
+		oob.WriteFrame(c.conn, oob.MsgError, &oob.Error{Msg: oneLine(err)})
+	}
+	return err
+}
+
+// handshake checks the client's version and its proof of the token
+// (package oob, Authentication) within the hello deadline. A failure is
+// counted against the remote address and logged with it.
+func (c *session) handshake(ctx context.Context) error {
+	c.deadline(c.s.lim.hello)
+	var hello oob.Hello
+	if err := oob.Decode(c.conn, oob.MsgHello, &hello); err != nil {
+		return c.authFailed(ctx, fmt.Errorf("hello: %w", err))
+	}
+	c.client = oob.Sanitize(hello.Client)
+	nonce, err := oob.NewNonce()
+	if err != nil {
+		return c.fail(ctx, err)
+	}
+	if err := oob.WriteFrame(c.conn, oob.MsgChallenge, &oob.Challenge{Nonce: nonce, TokenRequired: c.s.token != ""}); err != nil {
+		return c.authFailed(ctx, err)
+	}
+	var auth oob.Auth
+	if err := oob.Decode(c.conn, oob.MsgAuth, &auth); err != nil {
+		return c.authFailed(ctx, fmt.Errorf("auth: %w", err))
+	}
+	if c.s.token != "" && !oob.ProofOK(auth.Proof, oob.ClientProof(c.s.token, nonce, hello.Nonce)) {
+		return c.authFailed(ctx, errAuth)
+	}
+	ok := c.s.dev.info()
+	if c.s.token != "" {
+		ok.Proof = oob.PeerProof(c.s.token, hello.Nonce, nonce)
+	}
+	c.hello = ok
+	return nil
+}
+
+// authFailed counts and logs a failed handshake; the client hears
+// "authentication failed", with why its frames were refused (never
+// anything about the token).
+func (c *session) authFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return c.fail(ctx, err)
+	}
+	n, blocked := c.s.hosts.fail(c.host)
+	note := ""
+	if blocked {
+		note = fmt.Sprintf("; %s refused for %v", c.host, blockFor)
+	}
+	c.s.logf("%s (client %q): failed handshake (%d from this address within %v%s): %s", c.who, c.client, n, failWindow, note, oneLine(err))
+	var ne net.Error
+	switch {
+	case errors.Is(err, errAuth):
+		return c.fail(ctx, errAuth)
+	case errors.As(err, &ne) && ne.Timeout():
+		return c.fail(ctx, fmt.Errorf("%w: no handshake within %v (-hello-timeout)", errAuth, c.s.lim.hello))
+	}
+	return c.fail(ctx, fmt.Errorf("%w: %w", errAuth, err))
+}
+
+// serve answers the hello, then setup, start, stop. Whatever ends it — a
+// stop, an error, the client closing or dying, the peer's shutdown —
+// releases everything.
+func (c *session) serve(ctx context.Context) (err error) {
+	conn, s := c.conn, c.s
+	if err := oob.WriteFrame(conn, oob.MsgHelloOK, &c.hello); err != nil {
+		return c.fail(ctx, err)
+	}
+	c.deadline(step)
+	var req oob.Setup
+	if err := oob.Decode(conn, oob.MsgSetup, &req); err != nil {
+		if errors.Is(err, io.EOF) && ctx.Err() == nil {
+			return errors.New("the client left before asking for a scenario")
+		}
+		return c.fail(ctx, err)
+	}
+	sc := req.Scenario
+	lim := s.dev.limits()
+	if err := rdmatest.CheckSetup(&req, lim); err != nil {
+		return c.fail(ctx, err)
+	}
+	cost := costOf(rdmatest.SetupCost(&req, lim))
+	if err := cost.within(s.lim.client); err != nil {
+		return c.fail(ctx, err)
+	}
+	if err := s.pool.take(cost); err != nil {
+		return c.fail(ctx, err)
+	}
+	defer s.pool.give(cost)
+	p, err := s.open(&req)
+	if err != nil {
+		return c.fail(ctx, err)
+	}
+	defer func() {
+		if err != nil {
+			if aerr := p.Abort(); aerr != nil {
+				s.logf("%s: %v", c.who, aerr)
+			}
+		}
+		if cerr := p.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if err := oob.WriteFrame(conn, oob.MsgSetupOK, p.SetupOK()); err != nil {
+		return c.fail(ctx, err)
+	}
+	if err := oob.Decode(conn, oob.MsgStart, &oob.Start{}); err != nil {
+		if errors.Is(err, io.EOF) && ctx.Err() == nil {
+			return errors.New("the client left before starting its scenario; released its resources")
+		}
+		return c.fail(ctx, err)
+	}
+	if err := p.Start(); err != nil {
+		return c.fail(ctx, err)
+	}
+	if err := oob.WriteFrame(conn, oob.MsgStarted, &oob.Started{}); err != nil {
+		return c.fail(ctx, err)
+	}
+	s.logf("%s (client %q): %s %s %s size %d qps %d", c.who, c.client, sc.Role, sc.Transport, sc.Op, sc.Size, sc.QPs)
+
+	// The scenario runs; the next frame is the client's Stop (or its
+	// connection ending).
+	c.deadline(s.lim.idle)
+	if err := oob.Decode(conn, oob.MsgStop, &oob.Stop{}); err != nil {
+		if errors.Is(err, io.EOF) && ctx.Err() == nil {
+			return errors.New("the client left without stopping; released its resources")
+		}
+		return c.fail(ctx, err)
+	}
+	st, err := p.Stop()
+	if err != nil {
+		return c.fail(ctx, err)
+	}
+	c.deadline(step)
+	return oob.WriteFrame(conn, oob.MsgStopped, st)
+}
+
+// open makes a passive side, one session at a time.
+func (s *server) open(req *oob.Setup) (passive, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dev.open(req)
+}
+
+// oneLine is err for a log line or an Error frame: joined errors on one
+// line, sanitised and bounded (oob.Sanitize).
+func oneLine(err error) string {
+	return oob.Sanitize(strings.ReplaceAll(err.Error(), "\n", "; "))
+}
