@@ -23,7 +23,7 @@ step "brief fuzzing of every parser of outside input"
 # can report its own deadline as a failure ("context deadline exceeded",
 # no failing input; golang/go#75804, fixed in Go 1.27). 20000 inputs take
 # 1-7 s per target here.
-for t in ./rdmatest:FuzzParseSizes ./rdmatest/oob:FuzzDecode ./ci/gate:FuzzGate ./ci/calibrate:FuzzParsePerftest ./cmd/rdmaplot:FuzzReadResults; do
+for t in ./rdmatest:FuzzParseSizes ./rdmatest/oob:FuzzDecode ./cmd/rdmapeer:FuzzSession ./ci/gate:FuzzGate ./ci/calibrate:FuzzParsePerftest ./cmd/rdmaplot:FuzzReadResults ./cmd/rdmaplot:FuzzReadHlog; do
 	pkg=${t%%:*} name=${t##*:}
 	go test -count=1 -run '^$' -fuzz "^${name}\$" -fuzztime 20000x -fuzzminimizetime 2s "$pkg"
 done

@@ -6,16 +6,26 @@
 #     a, so every benchmark's passive side is on the other host, then the
 #     wire fault tests (loss, delay, link down, peer killed).
 # Needs .cache/rdmapeer and .cache/testbin/{bench_test,rdmatest}.test
-# (ci/test.sh builds them).
+# (ci/test.sh builds them). The peer requires a token, as on a real
+# network: guest a makes a fresh one in .cache/twohost.token (mode 600,
+# removed at the end) and reads it with -token-file; guest b waits for it
+# and passes it in RDMA_PEER_TOKEN — never on a command line.
 set -uo pipefail
 root=$(pwd)
 done_flag=$root/.cache/twohost.done
 kill_flag=$root/.cache/twohost.kill
+token_file=$root/.cache/twohost.token
 port=18515
 case ${RDMA_ROLE:-} in
 a)
+	rm -f "$token_file"
+	(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$token_file.tmp") && mv "$token_file.tmp" "$token_file" || {
+		echo "twohost: cannot write the token" >&2
+		exit 1
+	}
+	trap 'rm -f "$token_file"' EXIT
 	start_peer() {
-		.cache/rdmapeer -listen ":$port" -rdma.timeout 20s &
+		.cache/rdmapeer -listen ":$port" -token-file "$token_file" -rdma.timeout 20s &
 		pid=$!
 	}
 	start_peer
@@ -38,6 +48,19 @@ a)
 	;;
 b)
 	peer=${RDMA_PEER_ADDR:?}:$port
+	# Guest a's token of this run: present and recent (guest a removes it
+	# when it ends; ci/test.sh should remove one a killed run left).
+	for ((i = 0; i < 600; i++)); do
+		[[ -s $token_file && $(stat -c %Y "$token_file") -ge $(($(date +%s) - 600)) ]] && break
+		sleep 0.2
+	done
+	if [[ ! -s $token_file ]]; then
+		echo "twohost: guest a wrote no token in $token_file within 120 s" >&2
+		touch "$done_flag"
+		exit 1
+	fi
+	RDMA_PEER_TOKEN=$(cat "$token_file")
+	export RDMA_PEER_TOKEN
 	(cd bench_test && ../.cache/testbin/bench_test.test -test.run '^$' -test.short -test.benchtime 100x \
 		-test.bench "${TWOHOST_BENCH:-.}" \
 		-rdma.peer "$peer" -rdma.timeout 20s 2>&1)
