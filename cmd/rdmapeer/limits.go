@@ -135,11 +135,7 @@ func hostOf(a net.Addr) string {
 func (h *hosts) admit(host string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := h.m[host]
-	if st == nil {
-		st = &hostState{}
-		h.m[host] = st
-	}
+	st := h.state(host)
 	if now := h.now(); now.Before(st.blockedUntil) {
 		return fmt.Errorf("refused: %d failed handshakes from %s within %v; try again in %v", len(st.fails), host, failWindow, st.blockedUntil.Sub(now).Round(time.Second))
 	}
@@ -148,6 +144,16 @@ func (h *hosts) admit(host string) error {
 	}
 	st.conns++
 	return nil
+}
+
+// state is host's entry, made when missing; h.mu is held.
+func (h *hosts) state(host string) *hostState {
+	st := h.m[host]
+	if st == nil {
+		st = &hostState{}
+		h.m[host] = st
+	}
+	return st
 }
 
 // release ends a connection admitted for host.
@@ -167,11 +173,7 @@ func (h *hosts) release(host string) {
 func (h *hosts) fail(host string) (int, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := h.m[host]
-	if st == nil {
-		st = &hostState{}
-		h.m[host] = st
-	}
+	st := h.state(host)
 	now := h.now()
 	st.fails = append(st.fails, now)
 	h.prune(host, st)
