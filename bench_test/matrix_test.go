@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/verbs"
@@ -50,6 +51,7 @@ type axes struct {
 	threads   []int
 	side      []bool // true: the rate seen at the responder (Spec.Inbound)
 	rate      []int  // offered load, percent of the measured peak (Spec.Load)
+	gap       []time.Duration
 }
 
 var (
@@ -148,6 +150,7 @@ func points(op verbs.Opcode, v axes) []case_ {
 		c.spec.Inbound = v.side[i]
 		return map[bool]string{false: "requester", true: "responder"}[v.side[i]]
 	})
+	dim("gap", len(v.gap), func(c *case_, i int) string { c.spec.Gap = v.gap[i]; return v.gap[i].String() })
 	dim("rate", len(v.rate), func(c *case_, i int) string {
 		c.spec.Load = float64(v.rate[i]) / 100
 		return fmt.Sprint(v.rate[i]) + "%"

@@ -61,6 +61,14 @@ func TestBadInputs(t *testing.T) {
 	cases := []badInput{
 		// Spec.CheckLimits: malformed values.
 		{name: "size 0", err: stream(Spec{Op: write}), want: []string{"size 0", "at least 1"}},
+		{name: "gap negative", err: latency(Spec{Op: write, Size: 8, Gap: -time.Microsecond}), want: []string{"gap -1µs", "0 … 1s"}},
+		{name: "gap above 1s", err: latency(Spec{Op: write, Size: 8, Gap: 2 * time.Second}), want: []string{"gap 2s", "0 … 1s"}},
+		{name: "gap on a stream", err: stream(Spec{Op: write, Size: 8, Gap: time.Microsecond}), want: []string{"gap", "latency runs"}},
+		{name: "load above 1", err: stream(Spec{Op: send, Size: 64, Load: 1.5}), want: []string{"load 1.5", "(0, 1]"}},
+		{name: "load negative", err: stream(Spec{Op: send, Size: 64, Load: -0.1}), want: []string{"load -0.1", "(0, 1]"}},
+		{name: "load on a latency run", err: latency(Spec{Op: send, Size: 64, Load: 0.5}), want: []string{"offered load", "not latency runs"}},
+		{name: "load on atomics", err: stream(Spec{Op: fadd, Load: 0.5}), want: []string{"offered load", "atomics"}},
+		{name: "load with bidir", err: stream(Spec{Op: send, Size: 64, Load: 0.5, Bidir: true}), want: []string{"offered load", "bidir"}},
 		{name: "size negative", err: stream(Spec{Op: write, Size: -4}), want: []string{"size -4", "at least 1"}},
 		{name: "qd negative", err: stream(Spec{Op: write, Size: 8, QD: -1}), want: []string{"qd -1", "at least 1"}},
 		{name: "qps negative", err: stream(Spec{Op: write, Size: 8, QPs: -2}), want: []string{"qps -2", "at least 1"}},

@@ -115,7 +115,7 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 func newPing(p *Pair, s *Spec, n int64, timeout time.Duration) (*verbs.Loop, error) {
 	a := p.A
 	cfg := verbs.PingConfig{QP: a.QPs[0], CQ: a.CQ, WR: sendWR(s, a, 0), SendDepth: a.depth,
-		Iters: n, Timeout: timeout, Hist: histGeometry}
+		Iters: n, Gap: s.Gap, Timeout: timeout, Hist: histGeometry}
 	switch {
 	case s.Op == verbs.OpWrite:
 		cfg.Mode, cfg.Halve = verbs.PingWrite, true

@@ -3,6 +3,7 @@ package rdmatest
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -62,6 +63,10 @@ type Spec struct {
 	// Inbound (streaming, verbs that consume a receive) reports the rate
 	// seen at the passive side instead of the requester's: see Stream.
 	Inbound bool
+	// Gap (latency runs) is idle time after each round trip, the loop
+	// spinning on the clock (perftest --latency_gap): on real NICs it
+	// changes the tail (power states, caches going cold).
+	Gap time.Duration
 	// Load (streaming), when positive, makes the stream open-loop at
 	// this fraction of the peak rate (0 < Load ≤ 1): the peak is measured
 	// first on the same pair, closed-loop; see Stream.
@@ -211,6 +216,12 @@ func (s Spec) CheckLimits(d Limits, streaming bool) error {
 	}
 	if s.Inbound && s.Bidir {
 		bad("inbound and bidir cannot be combined (both sides are requesters)")
+	}
+	switch {
+	case s.Gap < 0 || s.Gap > time.Second:
+		bad("gap %v must be 0 … 1s", s.Gap)
+	case s.Gap > 0 && streaming:
+		bad("a gap between round trips applies to latency runs, not streams")
 	}
 	switch {
 	case s.Load < 0 || s.Load > 1:
