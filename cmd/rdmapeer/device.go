@@ -32,7 +32,8 @@ type passive interface {
 // rdmaDevice is the real device.
 type rdmaDevice struct {
 	d *rdmatest.Dev
-	// timeout bounds every wait of a passive side (-rdma.timeout).
+	// timeout is the passive side's deadline (NewPassive): how long its
+	// loop waits for a request, and for room to answer (-idle).
 	timeout time.Duration
 }
 

@@ -208,7 +208,9 @@ func serveDevice(o options, token string) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go onSignals(sigs, cancel, os.Exit)
-	s := newServer(&rdmaDevice{d: d, timeout: d.Opts.Timeout}, token, o.lim)
+	// The passive loops' deadline is -idle, as the connection's: a client
+	// may pause between its Start and its first message (see rdmaDevice).
+	s := newServer(&rdmaDevice{d: d, timeout: o.lim.idle}, token, o.lim)
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, ln, s) }()
 	var serr error

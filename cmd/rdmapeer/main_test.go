@@ -19,7 +19,7 @@ import (
 // its address; it stops when the test ends.
 func startPeer(t *testing.T, d *rdmatest.Dev, token string, lim limits) (string, *server) {
 	t.Helper()
-	return startServer(t, &rdmaDevice{d: d, timeout: d.Opts.Timeout}, token, lim)
+	return startServer(t, &rdmaDevice{d: d, timeout: lim.idle}, token, lim)
 }
 
 // startServer serves dev on a loopback TCP port in this process and
