@@ -10,14 +10,19 @@
 //     present under /lib/modules/$(uname -r)) but no device exists yet.
 //     [EnsureRxe] creates a Soft-RoCE link on a network interface through
 //     netlink (RDMA_NLDEV_CMD_NEWLINK, as `rdma link add NAME type rxe netdev
-//     DEV` does), and its cleanup removes only a link it created.
+//     DEV` does), and its cleanup removes only a link it created. rxevm puts
+//     it on a veth pair made for the run ([EnsureVeth], [HostVethName]) so
+//     that RoCE is not reachable from the host's network, unless told
+//     another interface.
 //  3. [NoRDMA]: the kernel has no RDMA at all (containers, CI runners). The
 //     work runs inside a small qemu guest instead: see [VM]. The guest boots
 //     Debian's stock kernel (linux-image-amd64, whose modules include
 //     rdma_rxe) from an initramfs built at run time (busybox-static, the
 //     needed modules, and this program itself), mounts the host's root file
 //     system read-only over virtio-9p (multidevs=remap), puts a tmpfs on
-//     /tmp, mounts the chosen working directory read-write at the same path,
+//     /tmp, mounts the chosen working directory read-write at the same path
+//     (security_model=mapped-xattr: nothing the guest makes there is a
+//     setuid file or a device node on the host),
 //     creates a veth pair with 192.0.2.1/24 (the documentation range; the
 //     guest has no NIC to the outside), makes rxe0 on veth0 with the same
 //     [EnsureRxe] code as kind 2, runs one command in the host's working

@@ -4,7 +4,9 @@
 //
 // On a machine with an RDMA device (a real HCA or an existing rxe) the
 // command runs natively. On one whose kernel ships rdma_rxe, run as root,
-// rxevm creates rxe0 on -netdev first (and removes it afterwards). On a
+// rxevm creates rxe0 first — on a veth pair made for the run (rdmabench0,
+// 192.0.2.1/24), or on the interface -netdev names — and removes it
+// afterwards. Natively as in the guest, -timeout bounds the run. On a
 // kernel without RDMA it boots a qemu guest with Debian's kernel and runs
 // the command there (see package loopback); -vm forces that path. The exit
 // status is the command's; a guest or setup failure exits 125 with a
