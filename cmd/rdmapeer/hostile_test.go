@@ -761,3 +761,18 @@ func TestBudget(t *testing.T) {
 	p.give(costOf(rdmatest.Cost{QPs: 1}))
 	assert.Equal(t, budget{}, p.inUse())
 }
+
+// TestRunRefusesBeforeTheDevice: bad command lines exit 2 before any
+// device is opened.
+func TestRunRefusesBeforeTheDevice(t *testing.T) {
+	t.Setenv(tokenEnv, "")
+	for _, args := range [][]string{
+		{"-max-clients", "0"},
+		{"-listen", "0.0.0.0:0"},
+		{"-listen", ":0"},
+		{"-token-file", filepath.Join(t.TempDir(), "missing")},
+		{"-token", "0123456789abcdef-s3cret"},
+	} {
+		assert.Equal(t, 2, run(args), "%q", args)
+	}
+}
