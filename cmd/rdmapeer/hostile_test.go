@@ -395,6 +395,15 @@ func TestHostileHandshake(t *testing.T) {
 func TestRateLimit(t *testing.T) {
 	f := newFakeDev()
 	addr, srv := startServer(t, f, testToken, hostLimits())
+	// Connections closed without a word (port checks) are not attempts.
+	for range 2 * maxFails {
+		dial(t, addr).Close()
+	}
+	require.Eventually(t, func() bool {
+		srv.hosts.mu.Lock()
+		defer srv.hosts.mu.Unlock()
+		return len(srv.hosts.m) == 0
+	}, 5*time.Second, 10*time.Millisecond, "the port checks were counted")
 	for range maxFails {
 		_, err := handshake(dial(t, addr), "0123456789abcdef-guess")
 		require.ErrorContains(t, err, "authentication failed")

@@ -210,6 +210,11 @@ func (c *session) handshake(ctx context.Context) error {
 	c.deadline(c.s.lim.hello)
 	var hello oob.Hello
 	if err := oob.Decode(c.conn, oob.MsgHello, &hello); err != nil {
+		if errors.Is(err, io.EOF) && ctx.Err() == nil {
+			// Not an attempt (a port check, a client that gave up): not
+			// counted against the address.
+			return errors.New("closed the connection before saying hello")
+		}
 		return c.authFailed(ctx, fmt.Errorf("hello: %w", err))
 	}
 	c.client = oob.Sanitize(hello.Client)
