@@ -149,7 +149,7 @@ func TestPeerRefuses(t *testing.T) {
 	addr, srv := startPeer(t, d, testToken, lim)
 	setup := func(qps, slot int) (net.Conn, error) {
 		c := dialAuth(t, addr, testToken)
-		req := targetSetup(qps, slot)
+		req := onDevice(d, targetSetup(qps, slot))
 		require.NoError(t, oob.WriteFrame(c, oob.MsgSetup, req))
 		var ok oob.SetupOK
 		return c, oob.Decode(c, oob.MsgSetupOK, &ok)
@@ -174,4 +174,84 @@ func TestPeerRefuses(t *testing.T) {
 	c, err = setup(1, 64)
 	require.NoError(t, err)
 	c.Close()
+}
+
+// onDevice gives req's endpoints the device's own GID, so that its QPs
+// connect on any device (the QPNs stay made up: nothing is sent).
+func onDevice(d *rdmatest.Dev, req *oob.Setup) *oob.Setup {
+	for i := range req.Endpoints {
+		req.Endpoints[i].GID = net.IP(d.GID.GID[:]).String()
+	}
+	return req
+}
+
+// TestPeerHostileOnDevice: the hostile Setups of issue #15 against the
+// real device are refused before anything is created, and a good session
+// follows.
+func TestPeerHostileOnDevice(t *testing.T) {
+	d := rdmatest.Device(t)
+	addr, srv := startPeer(t, d, testToken, testLimits)
+	for _, tc := range []struct {
+		name string
+		mod  func(*oob.Setup)
+		want string
+	}{
+		{"write-echo size 0", func(r *oob.Setup) { r.Scenario.Size = 0 }, "message size 0 must be at least 1 byte"},
+		{"size larger than the slot", func(r *oob.Setup) { r.Scenario.Size = 65 }, "slot_size 64 is smaller than the message size 65"},
+		{"role for another verb", func(r *oob.Setup) { r.Scenario.Op = "SEND" }, `role "write-echo" does not serve SEND`},
+		{"inline over the device's", func(r *oob.Setup) { r.Scenario.Inline = 1 << 12 }, "max_inline_data"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := onDevice(d, writeEchoSetup())
+			tc.mod(req)
+			err := setup(dialAuth(t, addr, testToken), req)
+			var pe *oob.PeerError
+			require.ErrorAs(t, err, &pe)
+			assert.Contains(t, err.Error(), tc.want)
+			waitReleased(t, d)
+		})
+	}
+	c := dialAuth(t, addr, testToken)
+	require.NoError(t, setup(c, onDevice(d, writeEchoSetup())))
+	require.NoError(t, oob.WriteFrame(c, oob.MsgStart, &oob.Start{}))
+	require.NoError(t, oob.Decode(c, oob.MsgStarted, &oob.Started{}))
+	require.NoError(t, oob.WriteFrame(c, oob.MsgStop, &oob.Stop{}))
+	require.NoError(t, oob.Decode(c, oob.MsgStopped, &oob.Stopped{}))
+	c.Close()
+	waitReleased(t, d)
+	assert.Zero(t, srv.panics.Load())
+}
+
+// TestPeerShutdownOnDevice: the peer's shutdown (SIGTERM) with a session
+// running on the device: its QPs go to the error state, the client is
+// told, and everything is released within seconds.
+func TestPeerShutdownOnDevice(t *testing.T) {
+	d := rdmatest.Device(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := newServer(&rdmaDevice{d: d, timeout: testLimits.idle}, testToken, testLimits)
+	srv.logf = t.Logf
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, ln, srv) }()
+	c := dialAuth(t, ln.Addr().String(), testToken)
+	require.NoError(t, setup(c, onDevice(d, writeEchoSetup())))
+	require.NoError(t, oob.WriteFrame(c, oob.MsgStart, &oob.Start{}))
+	require.NoError(t, oob.Decode(c, oob.MsgStarted, &oob.Started{}))
+
+	t0 := time.Now()
+	cancel()
+	err = oob.Decode(c, oob.MsgStopped, &oob.Stopped{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the peer is shutting down")
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not return within 30 s of the shutdown")
+	}
+	t.Logf("shutdown took %v", time.Since(t0))
+	assert.Less(t, time.Since(t0), 10*time.Second)
+	waitReleased(t, d)
 }
