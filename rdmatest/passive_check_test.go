@@ -2,6 +2,7 @@ package rdmatest
 
 import (
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -143,7 +144,9 @@ func TestSetupCost(t *testing.T) {
 	lim := peerLimits()
 	req := clientSetup(Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 1000, QPs: 4, QD: 127}, true)
 	c := SetupCost(req, lim)
-	assert.Equal(t, Cost{QPs: 4, WRs: 4 * (128 + 512), CQEs: 4 * (128 + 512), Registered: 8192}, c, "2 slots of 1024 bytes per QP, page rounded")
+	page := int64(os.Getpagesize())
+	assert.Equal(t, Cost{QPs: 4, WRs: 4 * (128 + 512), CQEs: 4 * (128 + 512), Registered: (8192 + page - 1) / page * page}, c,
+		"2 slots of 1024 bytes per QP, page rounded")
 	req.Scenario.SRQ, req.Scenario.Inline = true, 1000
 	c = SetupCost(req, lim)
 	assert.Equal(t, 4*128+512, c.WRs, "one SRQ instead of four receive queues")
