@@ -53,16 +53,15 @@
 // # The measured path
 //
 // Every per-operation loop of Latency, Stream (all variants, Threads
-// included) and of the passive side (local, or in rdmapeer) runs in C
-// (package verbs: NewPing, NewServe, NewStream): one cgo call per run,
-// no Go code, cgo crossing or allocation per operation; samples go into
-// an HDR counts array imported after the run. These benchmarks are b.N
-// style (b.Loop cannot hand a count to C): the setup of each call (pair,
-// loops, the loop's thread) is outside the timer, so every -count row is
-// independent. Two scenarios still time in Go, by design or for now:
-// ControlPath (one verbs call per sample, each a system call of µs to
-// ms: the cgo crossing is noise there) and the EchoRPC client with its
-// RDMA WRITE server (its echo over UD SEND is the C passive loop).
+// included), EchoRPC (client and both servers) and of the passive side
+// (local, or in rdmapeer) runs in C (package verbs: NewPing, NewServe,
+// NewStream, NewRPC): one cgo call per run, no Go code, cgo crossing or
+// allocation per operation; samples go into an HDR counts array imported
+// after the run. These benchmarks are b.N style (b.Loop cannot hand a
+// count to C): the setup of each call (pair, loops, the loop's thread)
+// is outside the timer, so every -count row is independent. One family
+// times in Go by design: ControlPath (one verbs call per sample, each a
+// system call of µs to ms: a cgo crossing is noise there).
 //
 // # Metric definitions
 //

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rdmabench/rdmabench/verbs"
@@ -84,94 +83,6 @@ func (r *responder) Stop() error {
 		r.err = fmt.Errorf("rdmatest: passive side: %w", r.err)
 	}
 	return errors.Join(r.err, r.run.loop.Close())
-}
-
-// startResponder runs work in a goroutine until stopped: the passive side
-// of the one role that is still a Go loop (the echo RPC's WRITE server,
-// see EchoRPC).
-func startResponder(timeout time.Duration, work func(stop *atomic.Bool) error) *responder {
-	var stop atomic.Bool
-	done := make(chan error, 1)
-	go func() { done <- work(&stop) }()
-	return &responder{timeout: timeout, stopFn: func() error {
-		stop.Store(true)
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(timeout):
-			return fmt.Errorf("rdmatest: the passive side did not stop within %v", timeout)
-		}
-	}}
-}
-
-// receiver keeps receive WRs posted on a side (per QP or on its SRQ) and
-// reposts each one as it completes: the echo RPC client's, in Go.
-type receiver struct {
-	side  *Side
-	n     int // bytes per receive
-	wrs   [][]verbs.RecvWR
-	batch []int
-}
-
-func newReceiver(s *Side, n int) *receiver {
-	r := &receiver{side: s, n: n, wrs: make([][]verbs.RecvWR, len(s.QPs)), batch: make([]int, len(s.QPs))}
-	for i := range s.QPs {
-		r.wrs[i] = make([]verbs.RecvWR, 64)
-		for j := range r.wrs[i] {
-			r.wrs[i][j] = verbs.RecvWR{ID: uint64(i), NumSGE: 1, SGE: [verbs.MaxWRSGE]verbs.SGE{s.In(i, n)}}
-		}
-	}
-	return r
-}
-
-// fill posts depth receives on every QP (or the SRQ).
-func (r *receiver) fill(depth int) error {
-	for i := range r.side.QPs {
-		for left := depth; left > 0; {
-			k := min(left, len(r.wrs[i]))
-			if err := r.post(i, k); err != nil {
-				return err
-			}
-			left -= k
-		}
-		if r.side.SRQ != nil {
-			break
-		}
-	}
-	return nil
-}
-
-func (r *receiver) post(i, k int) error {
-	if r.side.SRQ != nil {
-		return r.side.SRQ.PostRecv(r.wrs[i][:k])
-	}
-	return r.side.QPs[i].PostRecv(r.wrs[i][:k])
-}
-
-// consumed notes that a receive of QP i completed; flush reposts them.
-func (r *receiver) consumed(i int) error {
-	r.batch[i]++
-	if r.batch[i] == len(r.wrs[i]) {
-		return r.flushQP(i)
-	}
-	return nil
-}
-
-func (r *receiver) flushQP(i int) error {
-	k := r.batch[i]
-	r.batch[i] = 0
-	return r.post(i, k)
-}
-
-func (r *receiver) flush() error {
-	for i := range r.batch {
-		if r.batch[i] > 0 {
-			if err := r.flushQP(i); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // isRecv tells receive completions from send-side ones.

@@ -2,10 +2,7 @@ package rdmatest
 
 import (
 	"fmt"
-	"sync/atomic"
 	"testing"
-	"time"
-	"unsafe"
 
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -67,12 +64,17 @@ func (s Spec) CheckRPC(d Limits) error {
 // EchoRPC measures HERD-style echo RPCs (see above): spec s gives the
 // request verb and transport (RDMA_WRITE over UC or RC, SEND_WITH_IMM
 // over UD), Size, the window QD (requests outstanding) and Inline (for
-// requests and responses). An iteration is one RPC completed: the client
-// waits for a response and sends the next request in the freed slot.
-// Reported: p50-ns … max-ns of the full round trip (not halved) from
-// just before the request's post call until the poll that returned its
-// response; msgs/s = RPCs completed per second; MB/s = request payload
-// bytes per second. It runs with both sides in this process only.
+// requests and responses). Client and server are C loops (verbs.NewRPC,
+// and ServeRecvEcho or ServeWriteRPC), each on a thread pinned to its own
+// CPU. The client fills the window and completes one window of RPCs
+// (untimed), then completes b.N RPCs in the timed region — each: wait
+// for a response, check its tag, send the next request in the freed
+// slot — and then takes the window's last responses (untimed), so that
+// every request was answered. Reported: p50-ns … max-ns of the full
+// round trip (not halved) from just before the request's post call
+// until the poll that returned its response; msgs/s = RPCs completed per
+// second of the loop's own clock. It runs with both sides in this
+// process only.
 func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
 	s.defaults()
@@ -85,212 +87,74 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	if err := checkProcs(2); err != nil { // client and server
 		b.Skip(err)
 	}
+	b.ReportAllocs()
 	timeout := d.Opts.Timeout
+	cpus := d.loopCPUs(2)
 	stride := (s.Size + 63) &^ 63
 	cfg := PairConfig{Transport: s.Transport, SlotSize: s.QD * stride, SendDepth: 2 * s.QD}
 	if s.Inline {
 		cfg.Inline = s.Size
 	}
 	req := NewPair(b, d, cfg)
-	c := &rpcClient{s: &s, window: s.QD, stride: stride, gen: make([]uint8, s.QD), sentAt: make([]time.Time, s.QD)}
-	var resp *responder
-	var err error
+	defer req.close()
+	client := verbs.RPCConfig{QP: req.A.QPs[0], ReqCQ: req.A.CQ, RespCQ: req.A.CQ, WR: sendWR(&s, req.A, 0),
+		Out: req.A.outByte(0, 0), Window: s.QD, Stride: stride, Size: s.Size, RecvQP: req.A.QPs[0],
+		Recv: req.A.In(0, recvBytes(&s)), RecvDepth: req.Cfg.RecvDepth, SendDepth: cfg.SendDepth,
+		RPCs: int64(b.N), Timeout: timeout, Hist: histGeometry}
+	var server verbs.ServeConfig
 	if s.Op == verbs.OpWrite {
+		// Responses come back over UD, on a pair of their own.
 		cfg.Transport = verbs.TransportUD
 		rp := NewPair(b, d, cfg)
-		c.rx = newReceiver(rp.A, s.Size+grhBytes)
-		c.respPoll = NewPoller(rp.A, 16, timeout)
-		c.reqPoll = NewPoller(req.A, 16, timeout)
-		resp = serveWriteRPC(req.B, rp.B, &s, stride, timeout)
+		defer rp.close()
+		client.RespCQ, client.RecvQP, client.Recv = rp.A.CQ, rp.A.QPs[0], rp.A.In(0, s.Size+grhBytes)
+		wr := verbs.SendWR{Op: verbs.OpSendImm, NumSGE: 1, UD: rp.B.Peer[0].Dest}
+		wr.SGE[0] = rp.B.Out(0, s.Size)
+		if s.Inline {
+			wr.Flags |= verbs.FlagInline
+		}
+		server = verbs.ServeConfig{Mode: verbs.ServeWriteRPC, CQ: rp.B.CQ, QPs: rp.B.QPs, WR: wr, SendDepth: rp.B.depth,
+			Req: req.B.inByte(0, 0), Resp: rp.B.outByte(0, 0), Window: s.QD, Stride: stride, Size: s.Size,
+			Timeout: timeout, Idle: timeout}
 	} else {
-		c.rx = newReceiver(req.A, recvBytes(&s))
-		c.respPoll = NewPoller(req.A, 16, timeout)
-		c.reqPoll = c.respPoll
-		cfg, _ := serveConfig(req.B, &s, "echo", req.Cfg.RecvDepth, timeout)
-		resp, err = startServe(cfg, d.loopCPUs(2)[1])
+		server, _ = serveConfig(req.B, &s, "echo", req.Cfg.RecvDepth, timeout)
 	}
-	if err == nil {
-		err = c.rx.fill(req.Cfg.RecvDepth)
-	}
+	resp, err := startServe(server, cpus[1])
 	if err != nil {
-		resp.Stop()
 		b.Fatal(err)
 	}
 	defer resp.Stop()
-	c.sq = newSendQueue(req.A.QPs[0], sendWR(&s, req.A, 0), cfg.SendDepth)
-	c.out, c.outAddr, c.base = req.A.OutBytes(0), req.A.Out(0, 1).Addr, req.A.Peer[0].Addr
-	c.pend = make([]rpcResponse, 0, s.QD)
-	c.onResp = func(wc *verbs.WC) { c.pend = append(c.pend, rpcResponse{tag: wc.Imm, at: time.Now()}) }
-
-	// Fill the window, then complete one round (untimed, unrecorded): the
-	// first pass pays one-time costs that are not the RPC's.
-	for k := range c.window {
-		if err := c.send(k); err != nil {
-			resp.fatal(b, err)
-		}
-	}
-	if _, err := c.complete(); err != nil {
+	c, err := verbs.NewRPC(client)
+	if err != nil {
 		resp.fatal(b, err)
 	}
-	before := beforeRun(b, d)
-	rec := NewRecorder()
-	b.SetBytes(int64(s.Size))
-	b.ReportAllocs()
-	for b.Loop() {
-		ns, err := c.complete()
-		if err != nil {
-			resp.fatal(b, err)
-		}
-		rec.Record(ns)
+	defer c.Close()
+	// Fill the window, then complete one window of RPCs (untimed,
+	// unrecorded): the first pass pays one-time costs that are not the
+	// RPC's.
+	if err := c.Warm(int64(s.QD)); err != nil {
+		resp.fatal(b, err)
 	}
-	before.end() // b.Loop has stopped the timer
-	// The window's last requests: wait for their responses (untimed), so
-	// that every request of the run was answered.
-	if err := c.drain(); err != nil {
+	run := readyLoop(c, cpus[0])
+	before := beforeRun(b, d)
+	b.ResetTimer()
+	res, err := run.result()
+	b.StopTimer()
+	before.end()
+	if err == nil {
+		err = c.Drain()
+	}
+	if err != nil {
 		resp.fatal(b, err)
 	}
 	if err := resp.Stop(); err != nil {
 		b.Fatal(err)
 	}
-	ReportLatency(b, rec)
-	ReportRate(b, b.N)
+	rec := NewRecorder()
+	if err := rec.importLoop(c, res); err != nil {
+		b.Fatal(err)
+	}
+	reportLatencyHeld(b, rec)
+	reportLoopRate(b, "msgs/s", res.Ops, res.Elapsed())
 	before.report(b, d, int64(b.N))
-}
-
-// rpcResponse is a response seen by the client: its tag and when the poll
-// that returned it came back.
-type rpcResponse struct {
-	tag uint32
-	at  time.Time
-}
-
-// rpcClient is the client of an echo RPC run.
-type rpcClient struct {
-	s                 *Spec
-	window, stride    int
-	sq                *sendQueue // requests
-	reqPoll, respPoll *Poller    // the same poller when requests and responses share the CQ
-	rx                *receiver  // the responses' receives
-	out               []byte     // the client's request slots
-	outAddr           uint64     // their address
-	base              uint64     // the server's request region (RDMA WRITE)
-	gen               []uint8    // per slot: the generation of its outstanding request (0: none)
-	sentAt            []time.Time
-	pend              []rpcResponse // responses polled, not yet taken
-	onResp            func(*verbs.WC)
-}
-
-// send posts the next request of slot k (first making room in the send
-// queue, if it is full, from the requests' completions).
-func (c *rpcClient) send(k int) error {
-	if err := c.sq.makeRoom(c.reqPoll, c.onResp); err != nil {
-		return err
-	}
-	c.gen[k] = max(c.gen[k]+1, 1) // 1 … 255, then 1 again
-	tag := uint32(k) | uint32(c.gen[k])<<16
-	off := k * c.stride
-	wr := &c.sq.wr[0]
-	wr.SGE[0].Addr = c.outAddr + uint64(off)
-	if c.s.Op == verbs.OpWrite {
-		wr.RemoteAddr = c.base + uint64(off)
-		c.out[off+c.s.Size-1] = c.gen[k]
-	} else {
-		wr.Imm = tag
-	}
-	c.sentAt[k] = time.Now()
-	return c.sq.post()
-}
-
-// take returns the next response's slot and round trip, waiting for one
-// if none is pending, and checks its tag.
-func (c *rpcClient) take() (int, int64, error) {
-	for len(c.pend) == 0 {
-		wcs, err := c.respPoll.Wait("the response of an echo RPC (a receive completion on the client)", c.window)
-		if err != nil {
-			return 0, 0, err
-		}
-		c.sq.handle(wcs, c.onResp)
-	}
-	r := c.pend[0]
-	c.pend = append(c.pend[:0], c.pend[1:]...)
-	k := int(r.tag & 0xffff)
-	if k >= c.window || c.gen[k] == 0 || r.tag>>16 != uint32(c.gen[k]) {
-		return 0, 0, fmt.Errorf("rdmatest: an echo RPC response carries tag %#x, which no outstanding request has", r.tag)
-	}
-	if err := c.rx.consumed(0); err != nil {
-		return 0, 0, err
-	}
-	return k, r.at.Sub(c.sentAt[k]).Nanoseconds(), nil
-}
-
-// complete waits for one response and sends the next request in its slot;
-// it returns the response's round trip.
-func (c *rpcClient) complete() (int64, error) {
-	k, ns, err := c.take()
-	if err != nil {
-		return 0, err
-	}
-	return ns, c.send(k)
-}
-
-// drain waits for the responses of the whole window.
-func (c *rpcClient) drain() error {
-	for range c.window {
-		k, _, err := c.take()
-		if err != nil {
-			return err
-		}
-		c.gen[k] = 0
-	}
-	return nil
-}
-
-// serveWriteRPC is the server of an echo RPC over RDMA WRITE: it sweeps
-// the request slots of reqSide's "in" region for a nonzero last byte,
-// copies the request into respSide's response slot, clears that byte and
-// answers with a UD SEND_WITH_IMM from respSide carrying the tag.
-func serveWriteRPC(reqSide, respSide *Side, s *Spec, stride int, timeout time.Duration) *responder {
-	in, out := reqSide.InBytes(0), respSide.OutBytes(0)
-	wr := verbs.SendWR{Op: verbs.OpSendImm, NumSGE: 1, UD: respSide.Peer[0].Dest}
-	wr.SGE[0] = respSide.Out(0, s.Size)
-	if s.Inline {
-		wr.Flags |= verbs.FlagInline
-	}
-	base := wr.SGE[0].Addr
-	sq := newSendQueue(respSide.QPs[0], wr, respSide.depth)
-	poll := NewPoller(respSide, 16, timeout)
-	return startResponder(timeout, func(stop *atomic.Bool) error {
-		var sp spinner
-		for !stop.Load() {
-			sp.spin()
-			for k := range s.QD {
-				off := k * stride
-				last := off + s.Size - 1
-				gen := loadByte(in, last)
-				if gen == 0 {
-					continue
-				}
-				copy(out[off:off+s.Size], in[off:off+s.Size])
-				in[last] = 0
-				tag := uint32(k) | uint32(gen)<<16
-				if err := sq.makeRoom(poll, nil); err != nil {
-					return fmt.Errorf("rdmatest: echo RPC server: %w", err)
-				}
-				sq.wr[0].SGE[0].Addr = base + uint64(off)
-				sq.wr[0].Imm = tag
-				if err := sq.post(); err != nil {
-					return fmt.Errorf("rdmatest: echo RPC server answering: %w", err)
-				}
-			}
-		}
-		return nil
-	})
-}
-
-// loadByte reads b[i] with an atomic load, so that a spin on memory the
-// NIC writes sees every update (b is mmap'd, 64-byte aligned; little
-// endian assumed, as on amd64 and arm64).
-func loadByte(b []byte, i int) byte {
-	w := (*uint32)(unsafe.Pointer(&b[i&^3]))
-	return byte(atomic.LoadUint32(w) >> (8 * (i & 3)))
 }

@@ -404,6 +404,29 @@ int rb_run_serve(rb_serve *s) {
 			c->ops++;
 			continue;
 		}
+		if (s->mode == RB_SERVE_WRITE_RPC) {
+			// HERD's server: sweep the request slots' last bytes.
+			int seen = 0;
+			for (int k = 0; k < s->window; k++) {
+				size_t off = (size_t)k * (size_t)s->stride;
+				uint8_t gen = s->req[off + s->size - 1];
+				if (gen == 0)
+					continue;
+				memcpy(s->resp + off, (const uint8_t *)s->req + off, s->size);
+				s->req[off + s->size - 1] = 0;
+				s->sge.addr = s->resp_addr + off;
+				s->wr.imm_data = htonl((uint32_t)k | (uint32_t)gen << 16);
+				if (rb_serve_answer(s, &posted, &covered, wc) != 0)
+					return c->status;
+				c->ops++;
+				seen = 1;
+			}
+			if (seen)
+				since = 0;
+			else if (rb_idle(s, &turns, &since))
+				return rb_fail(c, RB_IDLE);
+			continue;
+		}
 		int got = rb_poll_cq(c, s->cq, wc, RB_POLL_BATCH);
 		if (got < 0)
 			return c->status;
@@ -614,4 +637,134 @@ int rb_run_stream(rb_stream *s) {
 		if (rb_stream_reap(s, 1, 0) < 0)
 			return c->status;
 	return RB_OK;
+}
+
+// rb_rpc_take_wcs files the completions in wc: responses (receives) join
+// the pending ring with the time their poll returned, request sends move
+// covered. Returns 0, or -1 with the status set.
+static int rb_rpc_take_wcs(rb_rpc *r, struct ibv_wc *wc, int got) {
+	rb_ctl *c = &r->ctl;
+	int64_t now = rb_clock_ns();
+	for (int i = 0; i < got; i++) {
+		if (!(wc[i].opcode & IBV_WC_RECV)) {
+			r->covered = wc[i].wr_id + 1;
+			continue;
+		}
+		if (r->pend_n >= r->window) { // more responses than requests
+			rb_set_bad(c, &wc[i]);
+			return rb_fail(c, RB_UNEXPECTED), -1;
+		}
+		int slot = (r->pend_head + r->pend_n) % r->window;
+		r->pend_tag[slot] = (wc[i].wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc[i].imm_data) : 0;
+		r->pend_at[slot] = now;
+		r->pend_n++;
+		if (rb_rq_consumed(c, r->rq) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+// rb_rpc_send posts the next request of slot k, after making room.
+static int rb_rpc_send(rb_rpc *r, int k) {
+	rb_ctl *c = &r->ctl;
+	struct ibv_wc wc[RB_POLL_BATCH];
+	int half = r->send_depth / 2 > 0 ? r->send_depth / 2 : 1;
+	while (r->posted - r->covered >= (uint64_t)r->send_depth - 1) {
+		int got = rb_wait_cq(c, r->req_cq, NULL, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND,
+				     (int64_t)(r->posted - r->covered));
+		if (got < 0 || rb_rpc_take_wcs(r, wc, got) < 0)
+			return -1;
+	}
+	uint8_t gen = r->gen[k] == 255 ? 1 : r->gen[k] + 1; // 1 … 255, then 1 again
+	r->gen[k] = gen;
+	size_t off = (size_t)k * (size_t)r->stride;
+	r->sge.addr = r->out_addr + off;
+	if (r->write) {
+		r->wr.wr.rdma.remote_addr = r->remote_base + off;
+		r->out[off + r->size - 1] = gen;
+	} else {
+		r->wr.imm_data = htonl((uint32_t)k | (uint32_t)gen << 16);
+	}
+	if ((r->posted + 1) % half == 0)
+		r->wr.send_flags |= IBV_SEND_SIGNALED;
+	else
+		r->wr.send_flags &= ~IBV_SEND_SIGNALED;
+	r->wr.wr_id = r->posted;
+	r->sent_at[k] = rb_clock_ns();
+	if (rb_post(c, r->qp, &r->wr, &r->wr) != 0)
+		return -1;
+	r->posted++;
+	return 0;
+}
+
+// rb_rpc_take waits for the next response and checks that its tag is the
+// one of an outstanding request. Returns its slot (its round trip in
+// *rtt, the time its poll returned in *at_out), or -1 with the status set.
+static int rb_rpc_take(rb_rpc *r, int64_t *rtt, int64_t *at_out) {
+	rb_ctl *c = &r->ctl;
+	struct ibv_wc wc[RB_POLL_BATCH];
+	while (r->pend_n == 0) {
+		int got = rb_wait_cq(c, r->resp_cq, NULL, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_ANSWER, r->window);
+		if (got < 0 || rb_rpc_take_wcs(r, wc, got) < 0)
+			return -1;
+	}
+	uint32_t tag = r->pend_tag[r->pend_head];
+	int64_t at = r->pend_at[r->pend_head];
+	r->pend_head = (r->pend_head + 1) % r->window;
+	r->pend_n--;
+	uint32_t k = tag & 0xffff;
+	if (k >= (uint32_t)r->window || r->gen[k] == 0 || tag >> 16 != r->gen[k]) {
+		c->want = k < (uint32_t)r->window ? (uint64_t)k | (uint64_t)r->gen[k] << 16 : 0;
+		c->got = tag;
+		c->at = (uint64_t)c->ops;
+		return rb_fail(c, RB_CHECK), -1;
+	}
+	*rtt = at - r->sent_at[k];
+	*at_out = at;
+	return (int)k;
+}
+
+// rb_run_rpc runs one phase: fill the window and complete n RPCs
+// unrecorded; complete n RPCs, recording each round trip; or take the
+// window's last responses.
+int rb_run_rpc(rb_rpc *r) {
+	rb_ctl *c = &r->ctl;
+	int64_t rtt, at;
+	switch (r->phase) {
+	case RB_RPC_FILL:
+		for (int k = 0; k < r->window; k++)
+			if (rb_rpc_send(r, k) != 0)
+				return c->status;
+		for (int64_t i = 0; i < r->n; i++) {
+			int k = rb_rpc_take(r, &rtt, &at);
+			if (k < 0 || rb_rpc_send(r, k) != 0)
+				return c->status;
+		}
+		return RB_OK;
+	case RB_RPC_MEASURE:
+		c->t_first = rb_clock_ns();
+		for (int64_t i = 0; i < r->n; i++) {
+			if (c->stop)
+				return rb_fail(c, RB_STOPPED);
+			int k = rb_rpc_take(r, &rtt, &at);
+			if (k < 0)
+				return c->status;
+			rb_hist_add(&r->hist, rtt);
+			c->ops++;
+			// The rate's end: when the loop took the last response (one
+			// polled before the measured phase began has an earlier at).
+			c->t_last = at > c->t_first ? at : rb_clock_ns();
+			if (rb_rpc_send(r, k) != 0)
+				return c->status;
+		}
+		return RB_OK;
+	default:
+		for (int i = 0; i < r->window; i++) {
+			int k = rb_rpc_take(r, &rtt, &at);
+			if (k < 0)
+				return c->status;
+			r->gen[k] = 0;
+		}
+		return RB_OK;
+	}
 }

@@ -257,6 +257,13 @@ const (
 	ServeRecvEcho
 	// ServeSink reposts every receive and counts them.
 	ServeSink
+	// ServeWriteRPC is HERD's server: it sweeps Window request slots
+	// (Stride bytes apart from Req) for a nonzero last byte (a request's
+	// generation; the request arrived by RDMA WRITE), copies the request
+	// to the same slot of Resp, clears that byte and answers with WR (a
+	// SEND_WITH_IMM whose SGE is Resp's slot 0 and is moved to the
+	// slot; immediate = slot | generation << 16).
+	ServeWriteRPC
 )
 
 // ServeConfig describes a passive side.
@@ -283,6 +290,58 @@ type ServeConfig struct {
 	Idle time.Duration
 	// Timeout is the deadline of every single wait (room to answer).
 	Timeout time.Duration
+	// Req, Resp, Window, Stride, Size: ServeWriteRPC's slots.
+	Req, Resp            ByteAt
+	Window, Stride, Size int
+}
+
+// RPCConfig describes the client of an echo RPC loop: Window requests
+// outstanding, each in its slot of Stride bytes; a request carries the tag
+// slot | generation << 16 (generations 1 … 255): in its immediate data
+// (SEND_WITH_IMM) or as its last byte (RDMA WRITE into the server's slot);
+// the response (a receive completion carrying the tag as immediate data)
+// frees the slot, which takes the next request. Warm fills the window
+// and completes RPCs unrecorded, Run completes RPCs recording each round
+// trip (from just before the request's post call to the poll that
+// returned its response), Drain takes the window's last responses.
+type RPCConfig struct {
+	QP             *QP // requests go out here
+	ReqCQ, RespCQ  *CQ // the same CQ when requests and responses share a QP
+	WR             SendWR
+	Out            ByteAt // the client's slot 0 (WR's SGE starts there)
+	Window, Stride int
+	Size           int
+	// Recv is where responses land; RecvDepth receives are kept posted
+	// on the QP that RespCQ serves (RecvQP).
+	RecvQP    *QP
+	Recv      SGE
+	RecvDepth int
+	SendDepth int
+	RPCs      int64 // Run's RPCs
+	Timeout   time.Duration
+	Hist      HistGeometry
+}
+
+func (c *RPCConfig) check() error {
+	if err := checkLoopCommon("rpc", c.RespCQ, c.Timeout); err != nil {
+		return err
+	}
+	switch {
+	case c.QP == nil || c.QP.id == 0 || c.RecvQP == nil || c.RecvQP.id == 0 || c.ReqCQ == nil || c.ReqCQ.id == 0:
+		return errors.New("verbs: rpc loop: QPs and CQs must be open")
+	case c.WR.Op != OpWrite && c.WR.Op != OpSendImm:
+		return fmt.Errorf("verbs: rpc loop: requests are RDMA WRITE or SEND_WITH_IMM, not %s", c.WR.Op)
+	case c.Window < 1 || c.Window > 1<<16 || c.Size < 1 || c.Stride < c.Size:
+		return fmt.Errorf("verbs: rpc loop: window %d (1 … 65536), size %d (≥ 1) and stride %d (≥ size)", c.Window, c.Size, c.Stride)
+	case c.RecvDepth < c.Window || c.RecvDepth > c.RecvQP.caps.MaxRecvWR:
+		return fmt.Errorf("verbs: rpc loop: receive depth %d must be %d (the window) … %d (max_recv_wr)", c.RecvDepth, c.Window, c.RecvQP.caps.MaxRecvWR)
+	case c.SendDepth < 2 || c.RPCs < 1:
+		return fmt.Errorf("verbs: rpc loop: send depth %d (≥ 2), RPCs %d (≥ 1)", c.SendDepth, c.RPCs)
+	}
+	if c.Hist.countsLen == 0 {
+		return errors.New("verbs: rpc loop: no histogram geometry (NewHistGeometry)")
+	}
+	return validateSendWR(&c.WR, c.QP.transport, &c.QP.caps)
 }
 
 // StreamQP is one QP of a stream.
@@ -379,6 +438,10 @@ func (c *ServeConfig) check() error {
 	}
 	switch c.Mode {
 	case ServeWriteEcho:
+	case ServeWriteRPC:
+		if c.Window < 1 || c.Size < 1 || c.Stride < c.Size {
+			return fmt.Errorf("verbs: serve loop: window %d, size %d, stride %d: need window ≥ 1, size ≥ 1, stride ≥ size", c.Window, c.Size, c.Stride)
+		}
 	case ServeRecvEcho, ServeSink:
 		if c.RecvDepth < 1 {
 			return fmt.Errorf("verbs: serve loop: receive depth %d must be at least 1", c.RecvDepth)
@@ -387,7 +450,7 @@ func (c *ServeConfig) check() error {
 			return fmt.Errorf("verbs: serve loop: %d receive SGEs for %d QPs", len(c.Recv), len(c.QPs))
 		}
 	default:
-		return fmt.Errorf("verbs: serve loop: mode %d is not ServeWriteEcho, ServeRecvEcho or ServeSink", c.Mode)
+		return fmt.Errorf("verbs: serve loop: mode %d is not ServeWriteEcho, ServeRecvEcho, ServeSink or ServeWriteRPC", c.Mode)
 	}
 	if c.Mode != ServeSink {
 		if c.SendDepth < 2 {

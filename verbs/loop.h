@@ -102,7 +102,7 @@ typedef struct {
 } rb_ping;
 
 // Passive-side modes.
-enum { RB_SERVE_WRITE_ECHO = 1, RB_SERVE_RECV_ECHO, RB_SERVE_SINK };
+enum { RB_SERVE_WRITE_ECHO = 1, RB_SERVE_RECV_ECHO, RB_SERVE_SINK, RB_SERVE_WRITE_RPC };
 
 // rb_serve is the passive side of a run: it answers or absorbs what the
 // requester sends until the stop flag is set.
@@ -119,7 +119,40 @@ typedef struct {
 	volatile uint8_t *in_last;   // RB_SERVE_WRITE_ECHO
 	uint8_t *out_last;
 	int64_t idle_ns;             // give up after this long without a request (0: never)
+	// RB_SERVE_WRITE_RPC: window request slots of stride bytes in req
+	// (a request's last byte, nonzero, is its generation), copied to the
+	// same slot of resp (at resp_addr) and answered with wr.
+	volatile uint8_t *req;
+	uint8_t *resp;
+	uint64_t resp_addr;
+	int32_t window, stride, size, pad2;
 } rb_serve;
+
+// RPC client phases.
+enum { RB_RPC_FILL = 1, RB_RPC_MEASURE, RB_RPC_DRAIN };
+
+// rb_rpc is the client of an echo RPC run: window requests outstanding,
+// each answered by a SEND_WITH_IMM carrying its tag (slot | gen << 16).
+typedef struct {
+	rb_ctl ctl;
+	rb_hist hist;
+	struct ibv_cq *req_cq, *resp_cq; // the same CQ when requests and responses share a QP
+	struct ibv_qp *qp;               // requests go out here
+	struct ibv_send_wr wr;           // the request
+	struct ibv_sge sge;
+	rb_rq *rq;                       // the responses' receives
+	int32_t window, stride, size, write, send_depth, phase;
+	uint64_t out_addr;               // the client's request slots
+	uint8_t *out;
+	uint64_t remote_base;            // the server's request region (RDMA WRITE)
+	uint8_t *gen;                    // per slot: generation of its outstanding request (0: none)
+	int64_t *sent_at;                // per slot: just before its post
+	uint32_t *pend_tag;              // responses polled, not yet taken (a ring of window)
+	int64_t *pend_at;
+	int32_t pend_head, pend_n;
+	uint64_t posted, covered;        // request sends posted, known complete
+	int64_t n;                       // RPCs of the phase
+} rb_rpc;
 
 // rb_sq is one QP of a stream.
 typedef struct {
@@ -156,6 +189,7 @@ typedef struct {
 int rb_run_ping(rb_ping *p);
 int rb_run_serve(rb_serve *s);
 int rb_run_stream(rb_stream *s);
+int rb_run_rpc(rb_rpc *r);
 void rb_rq_init(rb_rq *r, struct ibv_qp *qp, struct ibv_srq *srq, uint64_t addr, uint32_t length, uint32_t lkey, uint64_t id);
 int rb_rq_fill(rb_ctl *c, rb_rq *r, int n);
 void rb_hist_add(rb_hist *h, int64_t v);

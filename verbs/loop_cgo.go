@@ -11,6 +11,7 @@ static void rb_ping_set_wr(rb_ping *p, const rb_send_wr *w) { rb_fill_send_wr(&p
 static void rb_serve_set_wr(rb_serve *s, const rb_send_wr *w) { rb_fill_send_wr(&s->wr, &s->sge, w); }
 static void rb_sq_set_wr(rb_sq *q, int i, const rb_send_wr *w) { rb_fill_send_wr(&q->wrs[i], &q->sges[4 * i], w); }
 static void rb_sq_set_marker(rb_sq *q, const rb_send_wr *w) { rb_fill_send_wr(&q->marker, &q->marker_sge, w); }
+static void rb_rpc_set_wr(rb_rpc *r, const rb_send_wr *w) { rb_fill_send_wr(&r->wr, &r->sge, w); }
 */
 import "C"
 
@@ -35,6 +36,7 @@ type Loop struct {
 	ping   *C.rb_ping
 	serve  *C.rb_serve
 	stream *C.rb_stream
+	rpc    *C.rb_rpc
 	frees  []unsafe.Pointer // C allocations, freed by Close
 
 	mu      sync.Mutex
@@ -180,6 +182,14 @@ func NewServe(cfg ServeConfig) (*Loop, error) {
 			out, err = cfg.OutLast.addr("serve loop's OutLast", 1)
 		}
 		s.in_last, s.out_last = (*C.uint8_t)(in), (*C.uint8_t)(out)
+	case ServeWriteRPC:
+		span := (cfg.Window-1)*cfg.Stride + cfg.Size
+		var req, resp unsafe.Pointer
+		if req, err = cfg.Req.addr("serve loop's request slots", span); err == nil {
+			resp, err = cfg.Resp.addr("serve loop's response slots", span)
+		}
+		s.req, s.resp, s.resp_addr = (*C.uint8_t)(req), (*C.uint8_t)(resp), C.uint64_t(cfg.WR.SGE[0].Addr)
+		s.window, s.stride, s.size = C.int32_t(cfg.Window), C.int32_t(cfg.Stride), C.int32_t(cfg.Size)
 	default:
 		s.rq, s.nrq, err = l.newRQ(cfg.QPs, cfg.SRQ, cfg.Recv, cfg.RecvDepth)
 		// Every posted receive may need an answer queued.
@@ -247,6 +257,41 @@ func NewStream(cfg StreamConfig) (*Loop, error) {
 	return l, nil
 }
 
+// NewRPC builds the client of an echo RPC loop (see RPCConfig) and posts
+// its receives.
+func NewRPC(cfg RPCConfig) (*Loop, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	l := &Loop{}
+	r := (*C.rb_rpc)(l.alloc(1, int(C.sizeof_rb_rpc)))
+	l.rpc, l.ctl = r, &r.ctl
+	l.setHist(&r.hist, cfg.Hist)
+	r.req_cq, r.resp_cq, r.qp = cfg.ReqCQ.c.cq, cfg.RespCQ.c.cq, cfg.QP.c.qp
+	wr := cfg.WR
+	C.rb_rpc_set_wr(r, cSendWR(&wr))
+	r.window, r.stride, r.size, r.send_depth = C.int32_t(cfg.Window), C.int32_t(cfg.Stride), C.int32_t(cfg.Size), C.int32_t(cfg.SendDepth)
+	if cfg.WR.Op == OpWrite {
+		r.write = 1
+	}
+	out, err := cfg.Out.addr("rpc loop's request slots", (cfg.Window-1)*cfg.Stride+cfg.Size)
+	if err == nil {
+		r.out, r.out_addr, r.remote_base = (*C.uint8_t)(out), C.uint64_t(cfg.WR.SGE[0].Addr), C.uint64_t(cfg.WR.RemoteAddr)
+		r.gen = (*C.uint8_t)(l.alloc(cfg.Window, 1))
+		r.sent_at = (*C.int64_t)(l.alloc(cfg.Window, 8))
+		r.pend_tag = (*C.uint32_t)(l.alloc(cfg.Window, 4))
+		r.pend_at = (*C.int64_t)(l.alloc(cfg.Window, 8))
+		r.rq, _, err = l.newRQ([]*QP{cfg.RecvQP}, nil, []SGE{cfg.Recv}, cfg.RecvDepth)
+	}
+	if err != nil {
+		l.free()
+		return nil, err
+	}
+	r.n = C.int64_t(cfg.RPCs)
+	l.start("rpc", cfg.Timeout, cfg.QP.id, cfg.RespCQ.id)
+	return l, nil
+}
+
 // Follow makes stream l start only when leader starts: l's Run waits
 // (within its timeout) until leader's Run posts its first message. Close
 // l before leader.
@@ -285,6 +330,9 @@ func (l *Loop) Run() (LoopResult, error) {
 		C.rb_run_ping(l.ping)
 	case l.serve != nil:
 		C.rb_run_serve(l.serve)
+	case l.rpc != nil:
+		l.rpc.phase = C.RB_RPC_MEASURE
+		C.rb_run_rpc(l.rpc)
 	default:
 		C.rb_run_stream(l.stream)
 	}
@@ -296,12 +344,15 @@ func (l *Loop) Run() (LoopResult, error) {
 // measured ones.
 func (l *Loop) Warm(n int64) error {
 	l.mu.Lock()
-	p := l.ping
-	if p == nil || l.running || l.ran {
+	p, r := l.ping, l.rpc
+	if (p == nil && r == nil) || l.running || l.ran {
 		l.mu.Unlock()
-		return fmt.Errorf("verbs: Warm applies to a ping loop before its Run")
+		return fmt.Errorf("verbs: Warm applies to a ping or rpc loop before its Run")
 	}
 	l.mu.Unlock()
+	if r != nil {
+		return l.rpcPhase(C.RB_RPC_FILL, C.int64_t(n))
+	}
 	iters := p.iters
 	p.iters, p.warmup = 0, C.int64_t(n)
 	C.rb_run_ping(p)
@@ -310,6 +361,32 @@ func (l *Loop) Warm(n int64) error {
 	c := l.ctl
 	c.status, c.ops, c.t_first, c.t_last = 0, 0, 0, 0
 	return err
+}
+
+// rpcPhase runs one phase of an rpc loop now (Warm, Drain) and resets
+// the outcome.
+func (l *Loop) rpcPhase(phase C.int32_t, n C.int64_t) error {
+	r := l.rpc
+	keep := r.n
+	r.phase, r.n = phase, n
+	C.rb_run_rpc(r)
+	err := l.err()
+	r.n = keep
+	c := l.ctl
+	c.status, c.ops, c.t_first, c.t_last = 0, 0, 0, 0
+	return err
+}
+
+// Drain takes the last responses of an rpc loop's window, after its Run
+// (untimed): every request of the run was answered.
+func (l *Loop) Drain() error {
+	l.mu.Lock()
+	if l.rpc == nil || l.running || !l.ran {
+		l.mu.Unlock()
+		return fmt.Errorf("verbs: Drain applies to an rpc loop after its Run")
+	}
+	l.mu.Unlock()
+	return l.rpcPhase(C.RB_RPC_DRAIN, 0)
 }
 
 // Recvs is how many receive completions a running loop has seen so far
@@ -412,7 +489,7 @@ func (l *Loop) free() {
 	for _, p := range l.frees {
 		C.free(p)
 	}
-	l.frees, l.ctl, l.hist, l.ping, l.serve, l.stream = nil, nil, nil, nil, nil, nil
+	l.frees, l.ctl, l.hist, l.ping, l.serve, l.stream, l.rpc = nil, nil, nil, nil, nil, nil, nil
 	if l.id != 0 {
 		untrack(l.id)
 		l.id = 0

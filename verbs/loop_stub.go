@@ -34,3 +34,9 @@ func (*Loop) Warm(int64) error { return ErrNotSupported }
 
 // Recvs is 0 without cgo.
 func (*Loop) Recvs() int64 { return 0 }
+
+// NewRPC returns ErrNotSupported without cgo.
+func NewRPC(RPCConfig) (*Loop, error) { return nil, ErrNotSupported }
+
+// Drain returns ErrNotSupported without cgo.
+func (*Loop) Drain() error { return ErrNotSupported }
