@@ -25,11 +25,17 @@ func inNetns(t *testing.T, f func()) {
 			done <- false
 			return
 		}
+		probe := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "probe0"}, PeerName: "probe1"}
+		if err := netlink.LinkAdd(probe); err != nil {
+			done <- false // no veth in this kernel
+			return
+		}
+		netlink.LinkDel(probe)
 		defer func() { done <- true }()
 		f()
 	}()
 	if !<-done {
-		t.Skip("needs root to make a network namespace")
+		t.Skip("needs root, network namespaces and veth")
 	}
 }
 
