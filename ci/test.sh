@@ -38,5 +38,5 @@ RDMA_REQUIRE=1 .cache/rxevm -timeout 20m -- bash ci/devtests.sh "${pkgs[@]}"
 
 step "two hosts: every benchmark (-short) against rdmapeer in a second guest, then faults over the wire"
 go build -o .cache/rdmapeer ./cmd/rdmapeer
-rm -f .cache/twohost.done .cache/twohost.kill
+rm -f .cache/twohost.done .cache/twohost.kill .cache/twohost.token
 RDMA_REQUIRE=1 .cache/rxevm -pair -timeout 15m -- bash ci/twohost.sh ::: bash ci/twohost.sh

@@ -56,6 +56,14 @@ func readyLoop(l *verbs.Loop, cpu int) *loopRun {
 	ready := make(chan struct{})
 	go func() {
 		defer close(r.done)
+		defer func() {
+			// A panic here (the C loop cannot panic; the Go around it
+			// could) ends this run with an error, not the process: a
+			// peer daemon serves other clients.
+			if p := recover(); p != nil {
+				r.err = fmt.Errorf("rdmatest: loop goroutine panicked: %v", p)
+			}
+		}()
 		runtime.LockOSThread()
 		r.err = pinThread(cpu)
 		close(ready)
