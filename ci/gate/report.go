@@ -242,7 +242,11 @@ func (r *Report) writePower(w io.Writer) {
 			fmt.Fprintf(w, "  with %s, no %s regression of %s could fail the gate (too few runs, or values ≤ 0)\n", runs, u, worst.Key.Name)
 			continue
 		}
+		limit := pct(worst.Detectable)
+		if worst.Detectable == worst.Threshold {
+			limit += " (the threshold)"
+		}
 		fmt.Fprintf(w, "  with %s, a %s regression under %s of %s would pass unnoticed (median over %d benchmarks: %s)\n",
-			runs, u, pct(worst.Detectable), worst.Key.Name, len(rows), pct(ds[len(ds)/2]))
+			runs, u, limit, worst.Key.Name, len(rows), pct(ds[len(ds)/2]))
 	}
 }
