@@ -67,12 +67,16 @@ bench: build
 	@echo; echo "make bench: results in results/bench-$(STAMP).txt (histograms in results/bench-$(STAMP)-hlog/;" \
 		"all units: go run golang.org/x/perf/cmd/benchstat results/bench-$(STAMP).txt)"
 
-# make compare OLD=<ref|file> NEW=<ref|file>: interleaved A/B runs in one
-# device session, then the regression gate.
+# make compare OLD=<ref|file> NEW=<ref|file>: interleaved A/B runs (ABBA
+# order) in one device session, then the regression gate. COMPARE_COUNT
+# rounds (runs per side): the gate needs 8 per side to decide on the
+# default matrix (47 benchmarks); 10 leaves room for overlapping runs
+# (go doc ./ci/gate). COUNT=... on the command line overrides it.
 OLD ?= HEAD
 NEW ?= HEAD
+COMPARE_COUNT ?= $(if $(filter command line environment,$(origin COUNT)),$(COUNT),10)
 compare: build
-	BENCH='$(BENCH)' COUNT='$(COUNT)' BENCHTIME='$(BENCHTIME)' GATEFLAGS='$(GATEFLAGS)' bash ci/compare.sh '$(OLD)' '$(NEW)'
+	BENCH='$(BENCH)' COUNT='$(COMPARE_COUNT)' BENCHTIME='$(BENCHTIME)' GATEFLAGS='$(GATEFLAGS)' bash ci/compare.sh '$(OLD)' '$(NEW)'
 
 # make plots RESULTS=results/bench-….txt: SVG and PNG charts next to it;
 # prints the SVG paths (a PNG beside each) and their count.

@@ -8,7 +8,8 @@
 #
 # For each ref: `git worktree add` it under .cache/compare/<run>/, build
 # `go test -c ./bench_test` there on the host, then run both binaries
-# interleaved (old, new, old, new, ...) in ONE runner boot:
+# interleaved in ABBA order (old, new, new, old, old, new, ...; the log
+# shows it) in ONE runner boot:
 #   $RUNNER bash ci/interleave.sh BIN_OLD BIN_NEW OUTDIR COUNT BENCH
 # Everything lives under the repo's .cache/compare/<run>/ (the runner's
 # read-write share; /tmp is a fresh tmpfs inside the VM): old.txt,
@@ -16,9 +17,9 @@
 #
 # Environment:
 #   BENCH       -test.bench regex              (default .)
-#   COUNT       interleaved rounds             (default 6; the gate needs
-#               >= 4 per side to decide at alpha 0.05, benchstat
-#               recommends 10 or more)
+#   COUNT       interleaved rounds = runs per side (default 10; the gate
+#               needs 8 per side to decide on make bench's default matrix
+#               of 47 benchmarks and says how many when it cannot)
 #   BENCHTIME   -test.benchtime per run        (default 1s)
 #   BENCHARGS   extra test binary flags        (default none)
 #   GATEFLAGS   flags for ci/gate, e.g. "-threshold 10% -allow-missing"
@@ -50,7 +51,7 @@ done
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 BENCH=${BENCH:-.}
-COUNT=${COUNT:-6}
+COUNT=${COUNT:-10}
 BENCHTIME=${BENCHTIME:-1s}
 GATEFLAGS=${GATEFLAGS:-}
 RXEVM_FLAGS=${RXEVM_FLAGS:--timeout 3h}
@@ -109,7 +110,7 @@ log "building the gate"
 go build -o "$work/gate" ./ci/gate # a binary: `go run` turns every failure into exit 1
 
 if [[ $bin_old != - || $bin_new != - ]]; then
-	log "running $COUNT interleaved rounds of -test.bench '$BENCH' (results in $work)"
+	log "running $COUNT interleaved rounds (ABBA order) of -test.bench '$BENCH' (results in $work)"
 	rc=0
 	# shellcheck disable=SC2086 # RUNNER is a command prefix.
 	$RUNNER bash ci/interleave.sh "$bin_old" "$bin_new" "$work" "$COUNT" "$BENCH" || rc=$?
