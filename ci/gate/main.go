@@ -54,8 +54,9 @@
 // over its units (O'Brien; outlier-prone units such as p99.9-ns dilute
 // the steady ones), 9 by ns/op alone, 12 by Benjamini–Hochberg over all
 // rows; none failed two samples of the same build more than 2 in 47
-// times. At 10 and 16 runs Benjamini–Hochberg over rows catches about as
-// many, but it cannot decide a lone benchmark with few runs.
+// times. At 10 runs (and 16, in a longer simulation) Benjamini–Hochberg
+// over rows catches about as many, but with few runs it cannot decide a
+// lone benchmark.
 //
 // UNDECIDED: a benchmark whose test cannot reach the level it was tested
 // at even if its runs did not overlap at all (k·MinP(n1, n2) > level;
@@ -75,7 +76,8 @@
 // testdata (a TCG guest on a loaded machine) many benchmarks vary by 1.5×
 // to 60× over 6 runs; there the default 10 runs per side catch a lone 20%
 // regression in about half of the simulated comparisons, and at a quarter
-// of that spread (log scale) in 97% (TestPowerAtRealSize).
+// of that spread (log scale) in 97% (TestPowerAtRealSize). Two samples of
+// the same build failed in about 1% of them.
 //
 // B/op and allocs/op are not tests: they count memory, not time. A row
 // fails when its median grew by more than an absolute threshold (B/op=64
