@@ -152,3 +152,19 @@ func (d *Dev) cpuLine() string {
 	}
 	return fmt.Sprintf("requester=%d,passive=%d(%s)", c[0], c[1], d.cpusSrc)
 }
+
+// pinSelf pins the calling (locked) thread to cpu and returns what puts
+// its former affinity back. cpu < 0 does nothing.
+func pinSelf(cpu int) (func(), error) {
+	if cpu < 0 {
+		return func() {}, nil
+	}
+	var old unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return nil, fmt.Errorf("rdmatest: reading the thread's CPU affinity: %w", err)
+	}
+	if err := pinThread(cpu); err != nil {
+		return nil, err
+	}
+	return func() { unix.SchedSetaffinity(0, &old) }, nil
+}

@@ -87,10 +87,8 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	if err := ping.Warm(1); err != nil {
 		resp.fatal(b, err)
 	}
-	run := readyLoop(ping, cpus[0])
 	before := beforeRun(b, d)
-	b.ResetTimer()
-	res, err := run.result()
+	res, err := timedRun(ping, cpus[0], b.ResetTimer)
 	b.StopTimer()
 	before.end()
 	if err != nil {

@@ -105,3 +105,22 @@ func (s *Side) inByte(i, off int) verbs.ByteAt {
 func (s *Side) outByte(i, off int) verbs.ByteAt {
 	return verbs.ByteAt{Buf: s.Buf, Off: 2*i*s.slot + off}
 }
+
+// timedRun runs l on the calling goroutine's own thread, locked and
+// pinned to cpu (< 0: not pinned) for the call and restored after it:
+// the measured loops run this way, inside the timer, because handing a
+// run to another thread there would wake the scheduler (and could make
+// the runtime create a thread, which allocates). pinned is called once
+// the thread is ready, just before the loop: the caller starts its timer
+// there.
+func timedRun(l *verbs.Loop, cpu int, pinned func()) (verbs.LoopResult, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	restore, err := pinSelf(cpu)
+	if err != nil {
+		return verbs.LoopResult{}, err
+	}
+	defer restore()
+	pinned()
+	return l.Run()
+}

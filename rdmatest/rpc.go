@@ -135,10 +135,8 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	if err := c.Warm(int64(s.QD)); err != nil {
 		resp.fatal(b, err)
 	}
-	run := readyLoop(c, cpus[0])
 	before := beforeRun(b, d)
-	b.ResetTimer()
-	res, err := run.result()
+	res, err := timedRun(c, cpus[0], b.ResetTimer)
 	b.StopTimer()
 	before.end()
 	if err == nil {

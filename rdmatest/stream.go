@@ -102,13 +102,11 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		defer m.Stop()
 	}
 
-	run := readyLoop(a, cpus[0])
-	before := beforeRun(b, d)
-	b.ResetTimer()
 	if mirror != nil {
-		mirror.begin() // it waits for A's first post
+		mirror.begin() // it waits (in C) for A's first post
 	}
-	res, err := run.result()
+	before := beforeRun(b, d)
+	res, err := timedRun(a, cpus[0], b.ResetTimer)
 	var mres verbs.LoopResult
 	if err == nil && mirror != nil {
 		err = mirror.wait(d.Opts.Timeout)
