@@ -19,8 +19,9 @@ import (
 // from the device's NUMA node (sysfs device/local_cpulist), intersected
 // with the CPUs this process may use; the requester takes the first, the
 // passive side the second. Where there are fewer CPUs than spinning loops
-// (threads runs oversubscribe on purpose), nothing is pinned. The choice
-// is printed as the rdma-cpus configuration line.
+// (threads runs oversubscribe on purpose), or with -rdma.cpus none,
+// nothing is pinned. The choice is printed as the rdma-cpus configuration
+// line.
 
 // sysfsRoot is where loopCPUs reads the device's NUMA placement (a test
 // points it at a fake tree).
@@ -89,6 +90,9 @@ func loopCPUs(device, override string, allowed []int) ([]int, string, error) {
 			}
 		}
 		return out
+	}
+	if override == "none" {
+		return nil, "-rdma.cpus none", nil
 	}
 	if override != "" {
 		list, err := parseCPUList(override)

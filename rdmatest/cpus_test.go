@@ -65,6 +65,7 @@ func TestLoopCPUsFromNUMANode(t *testing.T) {
 		{dev: "mlx5_2", allowed: allowed, want: allowed, src: "allowed"},
 		{dev: "rxe0", allowed: []int{0, 1}, want: []int{0, 1}, src: "allowed"},
 		{dev: "mlx5_0", override: "3,1", allowed: allowed, want: []int{1, 3}, src: "-rdma.cpus"},
+		{dev: "mlx5_0", override: "none", allowed: allowed, want: nil, src: "-rdma.cpus none"},
 		{dev: "mlx5_0", override: "20", allowed: allowed, bad: true},
 		{dev: "mlx5_0", override: "x", allowed: allowed, bad: true},
 	} {
@@ -87,4 +88,5 @@ func TestDevLoopCPUs(t *testing.T) {
 	assert.Equal(t, [2]int{-1, -1}, (&Dev{cpus: []int{4}}).loopCPUs(2))
 	assert.Equal(t, "requester=4,passive=5(numa-local)", (&Dev{cpus: []int{4, 5}, cpusSrc: "numa-local"}).cpuLine())
 	assert.Equal(t, "requester=4,passive=unpinned(allowed)", (&Dev{cpus: []int{4}, cpusSrc: "allowed"}).cpuLine())
+	assert.Equal(t, "unpinned", (&Dev{cpusSrc: "-rdma.cpus none"}).cpuLine())
 }

@@ -33,7 +33,7 @@ var (
 	flagTimeout = flag.Duration("rdma.timeout", envDuration("RDMA_TIMEOUT", 10*time.Second), "deadline for every single wait for a completion or a peer [RDMA_TIMEOUT]")
 	flagHlog    = flag.String("rdma.hlog", env("RDMA_HLOG_DIR", ""), "directory for HdrHistogram .hlog files, one per benchmark [RDMA_HLOG_DIR]")
 	flagPeer    = flag.String("rdma.peer", env("RDMA_PEER", ""), "host:port of an rdmapeer that plays the passive side on another host [RDMA_PEER]")
-	flagCPUs    = flag.String("rdma.cpus", env("RDMA_CPUS", ""), "CPUs for the timed loops, requester first (a CPU list: 2,3 or 4-7); default: the device's NUMA node [RDMA_CPUS]")
+	flagCPUs    = flag.String("rdma.cpus", env("RDMA_CPUS", ""), "CPUs for the timed loops, requester first (a CPU list: 2,3 or 4-7, or none: not pinned); default: the device's NUMA node [RDMA_CPUS]")
 	flagToken   = flag.String("rdma.peer-token", env("RDMA_PEER_TOKEN", ""), "shared secret the peer requires [RDMA_PEER_TOKEN]")
 )
 
@@ -58,7 +58,7 @@ func Opts() (Options, error) {
 	if o.GIDIndex < -1 {
 		errs = append(errs, fmt.Errorf("rdmatest: -rdma.gid %d is invalid: use -1 (best GID) or an index ≥ 0", o.GIDIndex))
 	}
-	if o.CPUs != "" {
+	if o.CPUs != "" && o.CPUs != "none" {
 		if _, err := parseCPUList(o.CPUs); err != nil {
 			errs = append(errs, fmt.Errorf("rdmatest: -rdma.cpus: %w", err))
 		}
