@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzReadResults checks that any input parses without panicking and
-// that every series it yields is well formed.
+// that every series it yields, by size or by offered rate, is well formed.
 func FuzzReadResults(f *testing.F) {
 	data, err := os.ReadFile("testdata/results.txt")
 	if err != nil {
@@ -17,12 +17,24 @@ func FuzzReadResults(f *testing.F) {
 	f.Add([]byte("BenchmarkX/size=8-2 1 1 ns/op 3 MB/s 4 p50-ns\n"))
 	f.Add([]byte("BenchmarkX/size=9223372036854775807/size=1 1 NaN MB/s +Inf msgs/s\n"))
 	f.Add([]byte("BenchmarkX/size=-1 1 1 ns/op\nBenchmark/size=8 x\n"))
+	f.Add([]byte("BenchmarkL/size=64/rate=90%-2 1 1 ns/op 3 msgs/s 4 p99-ns\nBenchmarkL/size=64/rate=1e3-2 1 1 ns/op 5 msgs/s\nBenchmarkL/rate=0%/rate=9.5% 1 1 ns/op\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, err := ReadResults(bytes.NewReader(data), "fuzz")
 		if err != nil {
 			return
 		}
-		for _, unit := range []string{"MB/s", "msgs/s", "p50-ns", "ns/op"} {
+		for _, unit := range []string{"MB/s", "msgs/s", "p50-ns", "p99-ns", "ns/op"} {
+			for _, fam := range res.LoadFamilies() {
+				s, ok := res.LoadSeries(unit, fam)
+				for i, p := range s.Points {
+					if _, valid := rateValue(p.Rate); !ok || !valid || (i > 0 && compareRates(s.Points[i-1].Rate, p.Rate) >= 0) {
+						t.Fatalf("%s %s: rates not valid ascending: %+v", fam, unit, s.Points)
+					}
+					if p.N < 1 || p.Min > p.Median || p.Median > p.Max {
+						t.Fatalf("%s %s: bad summary %+v", fam, unit, p)
+					}
+				}
+			}
 			for _, s := range res.Series(unit) {
 				for i, p := range s.Points {
 					if p.Size <= 0 || (i > 0 && p.Size <= s.Points[i-1].Size) {

@@ -32,7 +32,13 @@ type Results struct {
 	// byUnit maps unit as written → family → size → values (one per run).
 	byUnit   map[string]map[string]map[int64][]float64
 	families []string // in order of first appearance
-	// NoSize counts results skipped because their name has no /size=.
+	// loads maps unit → load family → rate= value → values, for
+	// benchmarks with a /rate= part (kept out of byUnit: one size, many
+	// offered loads).
+	loads        map[string]map[string]map[string][]float64
+	loadFamilies []string // in order of first appearance
+	// NoSize counts results skipped because their name has neither a
+	// /size= nor a /rate= part.
 	NoSize int
 }
 
@@ -47,16 +53,29 @@ func ReadResultsFile(path string) (*Results, error) {
 }
 
 // ReadResults parses Go benchmark format and groups the values of
-// benchmarks with a /size=<bytes> name part by family (see SplitName).
-// It fails on I/O errors and when no result has a size.
+// benchmarks with a /rate= name part by load family and rate (see
+// SplitRate), and those of the other benchmarks with a /size=<bytes>
+// part by family and size (see SplitName). It fails on I/O errors and
+// when no result has a rate or a size.
 func ReadResults(r io.Reader, path string) (*Results, error) {
-	res := &Results{byUnit: make(map[string]map[string]map[int64][]float64)}
+	res := &Results{
+		byUnit: make(map[string]map[string]map[int64][]float64),
+		loads:  make(map[string]map[string]map[string][]float64),
+	}
 	rd := benchfmt.NewReader(r, path)
-	seen := make(map[string]bool)
+	seen, seenLoad := make(map[string]bool), make(map[string]bool)
 	for rd.Scan() {
 		rec, ok := rd.Result().(*benchfmt.Result)
 		if !ok {
 			continue // syntax errors and unit metadata
+		}
+		if family, rate, ok := SplitRate(rec.Name); ok {
+			if !seenLoad[family] {
+				seenLoad[family] = true
+				res.loadFamilies = append(res.loadFamilies, family)
+			}
+			addValues(res.loads, family, rate, rec.Values)
+			continue
 		}
 		family, size, ok := SplitName(rec.Name)
 		if !ok {
@@ -67,34 +86,40 @@ func ReadResults(r io.Reader, path string) (*Results, error) {
 			seen[family] = true
 			res.families = append(res.families, family)
 		}
-		for _, v := range rec.Values {
-			unit, val := v.Unit, v.Value
-			if v.OrigUnit != "" {
-				unit, val = v.OrigUnit, v.OrigValue
-			}
-			if math.IsNaN(val) || math.IsInf(val, 0) {
-				continue
-			}
-			fams := res.byUnit[unit]
-			if fams == nil {
-				fams = make(map[string]map[int64][]float64)
-				res.byUnit[unit] = fams
-			}
-			sizes := fams[family]
-			if sizes == nil {
-				sizes = make(map[int64][]float64)
-				fams[family] = sizes
-			}
-			sizes[size] = append(sizes[size], val)
-		}
+		addValues(res.byUnit, family, size, rec.Values)
 	}
 	if err := rd.Err(); err != nil {
 		return nil, fmt.Errorf("read results %s: %w", path, err)
 	}
-	if len(res.families) == 0 {
-		return nil, fmt.Errorf("read results %s: no benchmark result with a /size=<bytes> name part (%d without)", path, res.NoSize)
+	if len(res.families) == 0 && len(res.loadFamilies) == 0 {
+		return nil, fmt.Errorf("read results %s: no benchmark result with a /size=<bytes> or /rate= name part (%d without)", path, res.NoSize)
 	}
 	return res, nil
+}
+
+// addValues files the finite values of one result under unit → family
+// → key (a size or a rate).
+func addValues[K comparable](index map[string]map[string]map[K][]float64, family string, key K, values []benchfmt.Value) {
+	for _, v := range values {
+		unit, val := v.Unit, v.Value
+		if v.OrigUnit != "" {
+			unit, val = v.OrigUnit, v.OrigValue
+		}
+		if math.IsNaN(val) || math.IsInf(val, 0) {
+			continue
+		}
+		fams := index[unit]
+		if fams == nil {
+			fams = make(map[string]map[K][]float64)
+			index[unit] = fams
+		}
+		keys := fams[family]
+		if keys == nil {
+			keys = make(map[K][]float64)
+			fams[family] = keys
+		}
+		keys[key] = append(keys[key], val)
+	}
 }
 
 // SplitName splits a full benchmark name such as
@@ -104,23 +129,55 @@ func ReadResults(r io.Reader, path string) (*Results, error) {
 // size in bytes. ok is false when there is no valid size=<positive
 // integer> part.
 func SplitName(name benchfmt.Name) (family string, size int64, ok bool) {
+	family, v, ok := cutPart(name, "size", func(v string) bool {
+		n, err := strconv.ParseInt(v, 10, 64)
+		return err == nil && n > 0
+	})
+	if !ok {
+		return "", 0, false
+	}
+	size, _ = strconv.ParseInt(v, 10, 64) // checked by cutPart
+	return family, size, true
+}
+
+// SplitRate splits a benchmark name with an offered load, such as
+// "SendLoad/transport=RC/size=64/qd=128/rate=25%-2", into its load
+// family, the name without the rate part
+// ("SendLoad/transport=RC/size=64/qd=128-2"), and the rate as written
+// ("25%": a share of the peak rate measured just before; a number
+// without % is in msgs/s). ok is false when there is no rate=<positive
+// number>[%] part.
+func SplitRate(name benchfmt.Name) (family, rate string, ok bool) {
+	return cutPart(name, "rate", func(v string) bool {
+		_, ok := rateValue(v)
+		return ok
+	})
+}
+
+// rateValue is the number of a rate= value ("25%" → 25, "5000" → 5000)
+// and whether it is a positive finite number.
+func rateValue(v string) (float64, bool) {
+	n, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+	return n, err == nil && n > 0 && !math.IsInf(n, 0)
+}
+
+// cutPart removes the first /key=value part of name whose value valid
+// accepts and returns the rest of the name and that value.
+func cutPart(name benchfmt.Name, key string, valid func(string) bool) (rest, val string, ok bool) {
 	base, parts := name.Parts()
 	var sb strings.Builder
 	sb.Write(base)
 	for _, p := range parts {
-		if v, found := strings.CutPrefix(string(p), "/size="); found && !ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err == nil && n > 0 {
-				size, ok = n, true
-				continue
-			}
+		if v, found := strings.CutPrefix(string(p), "/"+key+"="); found && !ok && valid(v) {
+			val, ok = v, true
+			continue
 		}
 		sb.Write(p)
 	}
 	if !ok {
-		return "", 0, false
+		return "", "", false
 	}
-	return sb.String(), size, true
+	return sb.String(), val, true
 }
 
 // Families lists all families in order of first appearance.
@@ -143,6 +200,55 @@ func (r *Results) Series(unit string) []Series {
 		out = append(out, s)
 	}
 	return out
+}
+
+// LoadPoint is one offered load of a load family: the median over the
+// repeated runs of one unit, with the smallest and largest run.
+type LoadPoint struct {
+	Rate             string // the rate= value as written ("25%")
+	Median, Min, Max float64
+	N                int // runs
+}
+
+// LoadSeries is one load family's values of one unit, by offered rate.
+type LoadSeries struct {
+	Family string
+	Points []LoadPoint // ascending rate (all % values before all msgs/s values)
+}
+
+// LoadFamilies lists the load families (names with a /rate= part, less
+// that part) in order of first appearance.
+func (r *Results) LoadFamilies() []string { return r.loadFamilies }
+
+// LoadSeries returns the medians of unit by offered rate for family,
+// and false when the family did not report unit.
+func (r *Results) LoadSeries(unit, family string) (LoadSeries, bool) {
+	rates := r.loads[unit][family]
+	if len(rates) == 0 {
+		return LoadSeries{}, false
+	}
+	s := LoadSeries{Family: family}
+	for rate, vals := range rates {
+		p := summarize(0, vals)
+		s.Points = append(s.Points, LoadPoint{Rate: rate, Median: p.Median, Min: p.Min, Max: p.Max, N: p.N})
+	}
+	slices.SortFunc(s.Points, func(a, b LoadPoint) int { return compareRates(a.Rate, b.Rate) })
+	return s, true
+}
+
+// compareRates orders rate= values: shares of the peak (%) before
+// absolute rates, each by number, then as written ("25%" and "25.0%").
+func compareRates(a, b string) int {
+	pa, pb := strings.HasSuffix(a, "%"), strings.HasSuffix(b, "%")
+	va, _ := rateValue(a)
+	vb, _ := rateValue(b)
+	switch {
+	case pa != pb && pa:
+		return -1
+	case pa != pb:
+		return 1
+	}
+	return cmp.Or(cmp.Compare(va, vb), strings.Compare(a, b))
 }
 
 // summarize computes the median (mean of the middle two for an even
