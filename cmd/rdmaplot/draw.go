@@ -94,6 +94,41 @@ func (f *figure) addLine(label string, colorIdx, dashIdx int, markers bool, xys 
 	return nil
 }
 
+// addXErrors adds horizontal error bars (offsets left and right of each
+// point) in line colorIdx's colour.
+func (f *figure) addXErrors(label string, colorIdx int, xys plotter.XYs, errs plotter.XErrors) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	bars, err := plotter.NewXErrorBars(struct {
+		plotter.XYs
+		plotter.XErrors
+	}{xys, errs})
+	if err != nil {
+		return fmt.Errorf("error bars %s: %w", label, err)
+	}
+	bars.Color, _, _ = style(colorIdx, 0)
+	f.p.Add(bars)
+	return nil
+}
+
+// addLabels writes texts just above and right of the points xys.
+func (f *figure) addLabels(xys plotter.XYs, texts []string) error {
+	if len(xys) == 0 {
+		return nil
+	}
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: texts})
+	if err != nil {
+		return fmt.Errorf("point labels: %w", err)
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].Font.Size = fontSizePts - 1
+	}
+	l.Offset = vg.Point{X: 5, Y: 5}
+	f.p.Add(l)
+	return nil
+}
+
 // save writes dir/base.svg and dir/base.png and returns their paths.
 func (f *figure) save(dir, base string) ([]string, error) {
 	legendH := vg.Length(f.entries*legendLine + 2*legendPad)

@@ -5,12 +5,17 @@
 //	go run ./cmd/rdmaplot -o DIR RESULTS.txt [HLOG...]
 //
 // RESULTS.txt is Go benchmark output (go test -bench, any -count). Only
-// benchmarks with a /size=<bytes> name part are drawn; a family is the
-// full name without that part (e.g. "WriteBW/transport=RC/qd=128-2").
-// Each point is the median over the repeated runs of one benchmark, and
-// its error bar spans the smallest to the largest run. Units other than
-// those below (ns/op, B/op, port counters ending in /run, ...) are read
-// and ignored. Charts:
+// benchmarks with a /size=<bytes> or a /rate= name part are drawn. A
+// benchmark with a rate= part (an offered load: SendLoad, WriteLoad)
+// belongs to a load family, the full name without that part (e.g.
+// "SendLoad/transport=RC/size=64/qd=128-2"), and is drawn only in that
+// family's load chart, not in the size charts (at its one size they
+// would get a chart of a single point per rate). For the others a family
+// is the full name without the size part (e.g.
+// "WriteBW/transport=RC/qd=128-2"). Each point is the median over the
+// repeated runs of one benchmark, and its error bar spans the smallest
+// to the largest run. Units other than those below (ns/op, B/op, port
+// counters ending in /run, ...) are read and ignored. Charts:
 //
 //   - bandwidth-<base>.{svg,png}, one per streaming base (WriteBW,
 //     SendBW, ReadBW, ...): MB/s as printed by testing.B (1 MB = 10^6
@@ -21,13 +26,23 @@
 //   - msgrate-<base>.{svg,png}: msgs/s vs message size, likewise.
 //   - latency-<family>.{svg,png}: p50-ns, p99-ns, p99.9-ns in µs vs size,
 //     one chart per family, log y (for *BW: latency under load).
+//   - load-<family>.{svg,png}, one per load family: the latency–throughput
+//     curve. p50-ns, p99-ns, p99.9-ns in µs (log y, one line each) vs the
+//     achieved rate msgs/s, a point per offered rate, joined in order of
+//     offered rate and labelled with the rate= value (rate=25% is a
+//     quarter of the peak rate measured just before on the same pair).
+//     Bars are min–max both ways (x: achieved rate, y: the percentile);
+//     each median is taken on its own. A label says "achieved N% of
+//     offered" where the median msgs/s is below 95% of the median
+//     offered-msgs/s: the run did not sustain its load.
 //   - spectrum-<base>.{svg,png} (when .hlog files are given): latency vs
 //     percentile for each HdrHistogram interval log of that base (all
 //     intervals merged, values in ns, drawn in µs) on the classic
 //     1/(1−q) log axis. rdmatest names the files after the benchmark
 //     (BenchmarkWriteLat_transport=RC_size=8.hlog).
 //
-// The size axis is log2 with binary labels (8 B, 4 KiB, 64 KiB). File
+// The size axis is log2 with binary labels (8 B, 4 KiB, 64 KiB); the
+// load charts' rate axis is linear from 0. File
 // configuration lines (rdma-device, rdma-fw, ...) are not used: a results
 // file mixing devices or firmware versions is drawn as if it were one
 // setup, so plot one setup per file (benchstat -col rdma-fw compares them).
@@ -131,6 +146,12 @@ func Plot(outDir string, res *Results, spectra []*Spectrum) ([]string, error) {
 			return nil, err
 		}
 	}
+	for _, fam := range res.LoadFamilies() {
+		f, err := loadFigure(res, fam)
+		if err := add("load-"+fileName(fam), f, err); err != nil {
+			return nil, err
+		}
+	}
 	for _, g := range groupSpectra(spectra) {
 		f, err := spectrumFigure(g)
 		if err := add("spectrum-"+fileName(g.base), f, err); err != nil {
@@ -138,7 +159,7 @@ func Plot(outDir string, res *Results, spectra []*Spectrum) ([]string, error) {
 		}
 	}
 	if len(order) == 0 {
-		return nil, fmt.Errorf("nothing to draw: no *BW family with MB/s or msgs/s, no p50-ns/p99-ns/p99.9-ns values and no .hlog file")
+		return nil, fmt.Errorf("nothing to draw: no *BW family with MB/s or msgs/s, no p50-ns/p99-ns/p99.9-ns values, no rate= family with msgs/s and percentiles, and no .hlog file")
 	}
 	var paths []string
 	for _, name := range order {
@@ -291,6 +312,11 @@ func rateScale(series []Series, g group) (float64, string) {
 			}
 		}
 	}
+	return rateUnit(top)
+}
+
+// rateUnit picks a divisor and its axis label for message rates up to top.
+func rateUnit(top float64) (float64, string) {
 	switch {
 	case top >= 1e6:
 		return 1e6, "millions of msgs/s"
@@ -332,6 +358,87 @@ func latencyFigure(res *Results, family string) (*figure, error) {
 	}
 	sizeRange(fig.p, drawn, len(latencyUnits))
 	return fig, nil
+}
+
+// loadFigure draws the latency–throughput curve of one load family:
+// p50, p99 and p99.9 against the achieved rate, a point per offered
+// rate, each labelled with its rate= value.
+func loadFigure(res *Results, family string) (*figure, error) {
+	achieved, ok := res.LoadSeries("msgs/s", family)
+	if !ok {
+		return nil, nil
+	}
+	offered, _ := res.LoadSeries("offered-msgs/s", family)
+	top := 0.0
+	for _, p := range achieved.Points {
+		top = max(top, p.Max)
+	}
+	div, unit := rateUnit(top)
+	n := parseName(family)
+	fig := newFigure(title(n.base+": latency vs offered load", n.label(nil),
+		"x: achieved rate; point labels: offered rate, rate% of the peak rate measured just before",
+		"lines join the points in order of offered rate"),
+		"achieved message rate ("+unit+")", "latency (µs, log scale)")
+	fig.p.X.Min, fig.p.X.Max, fig.p.X.Tick.Marker = 0, top/div*1.05, linearTicks{}
+	fig.p.Y.Scale, fig.p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	labels := loadLabels(achieved, offered)
+	for i, lu := range latencyUnits {
+		lat, ok := res.LoadSeries(lu.unit, family)
+		if !ok {
+			continue
+		}
+		var xys plotter.XYs
+		var xerrs plotter.XErrors
+		var yerrs plotter.YErrors
+		var texts []string
+		for _, x := range achieved.Points {
+			j := slices.IndexFunc(lat.Points, func(p LoadPoint) bool { return p.Rate == x.Rate })
+			if j < 0 || lat.Points[j].Median <= 0 {
+				continue // a log axis cannot show 0
+			}
+			y := lat.Points[j]
+			if y.Min <= 0 {
+				y.Min = y.Median // keep the bar drawable on a log axis
+			}
+			lo, hi = min(lo, y.Min/1000), max(hi, y.Max/1000)
+			xys = append(xys, plotter.XY{X: x.Median / div, Y: y.Median / 1000})
+			xerrs = append(xerrs, struct{ Low, High float64 }{(x.Median - x.Min) / div, (x.Max - x.Median) / div})
+			yerrs = append(yerrs, struct{ Low, High float64 }{(y.Median - y.Min) / 1000, (y.Max - y.Median) / 1000})
+			texts = append(texts, labels[x.Rate])
+		}
+		if err := fig.addLine(lu.label, i, i, true, xys, yerrs); err != nil {
+			return nil, err
+		}
+		if err := fig.addXErrors(lu.label, i, xys, xerrs); err != nil {
+			return nil, err
+		}
+		if i == 0 { // label the p50 line's points
+			if err := fig.addLabels(xys, texts); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if lo <= hi { // room for the labels and the bars' ends
+		fig.p.Y.Min, fig.p.Y.Max = lo/1.6, hi*1.6
+	}
+	return fig, nil
+}
+
+// loadLabels names each offered rate for the chart: its rate= value,
+// and the achieved share of the offered rate (medians) when the run did
+// not sustain it (below 95%, as rdmatest logs).
+func loadLabels(achieved, offered LoadSeries) map[string]string {
+	out := map[string]string{}
+	for _, a := range achieved.Points {
+		out[a.Rate] = a.Rate
+		for _, o := range offered.Points {
+			if o.Rate == a.Rate && o.Median > 0 && a.Median < 0.95*o.Median {
+				out[a.Rate] = fmt.Sprintf("%s (achieved %.0f%% of offered)", a.Rate, 100*a.Median/o.Median)
+			}
+		}
+	}
+	return out
 }
 
 // dodge is the sideways offset between the lines of a chart, in
