@@ -7,7 +7,7 @@ export PATH := $(PATH):/usr/local/go/bin
 
 RXEVM := .cache/rxevm
 RXEVM_FLAGS ?=
-COUNT ?= 6
+COUNT ?= 8
 BENCHTIME ?= 0.5s
 # The default matrix: the perftest families (a few minutes on rxe in the
 # qemu guest). BENCH=. adds the rdma_bench families' small default points.
