@@ -155,11 +155,13 @@ func simulatePower(t testing.TB, s sim, n, trials int, opt Options) powerRun {
 // The criterion at the real size: at the default count, one
 // benchmark 20% worse in all its rate and latency units is caught in at
 // least 95% of simulated comparisons, and two samples of the same build
-// fail in at most 5%. With the run-to-run spread of testdata's rxe file
-// (a TCG guest on a loaded 2-core machine: in 28 of its 47 benchmarks even
-// the steadiest unit varies by more than 25% over 6 runs) no count that
-// fits a make compare catches 95%: the test pins what the gate achieves
-// there and requires the 95% at a quarter of that spread (log scale).
+// fail in at most 5%. testdata's rxe file is a make bench of the C loops
+// (8 runs per benchmark, quiet machine, 2026-12-01): with its spread the
+// gate catches about 94% (132/141 with this seed; 141/141 with an
+// earlier 6-run file of the same code), so the test requires 90% at the
+// real spread and 95% at a quarter of it (log scale). With the earlier
+// Go loops' file (28 of 47 benchmarks spread by more than 25% over 6
+// runs) the gate caught about half.
 func TestPowerAtRealSize(t *testing.T) {
 	real := readReal(t)
 	opt := Options{Alpha: 0.05, Threshold: 0.05, UnitThresholds: DefaultUnitThresholds}
@@ -170,7 +172,7 @@ func TestPowerAtRealSize(t *testing.T) {
 	for _, tt := range []struct {
 		spread, minPower float64
 	}{
-		{1, 0.40},
+		{1, 0.90},
 		{0.25, 0.95},
 	} {
 		s := sim{real: real, rng: rand.New(rand.NewPCG(14, 1)), spread: tt.spread}
@@ -199,33 +201,39 @@ func slowDown(set *Set, key Key) *Set {
 	return out
 }
 
-// The real file (6 runs per benchmark): against itself, and with any one
-// benchmark 25% slower, the gate cannot decide (6 runs per side cannot
-// reach the level for 47 benchmarks of about 7 distinct units each) and
-// says so, naming the runs needed; it never passes such a file. At the
-// default count (runs drawn from the real ones), a 25% slower benchmark
-// fails the gate naming it exactly when the report's detectable column
-// says it can: every miss is announced.
+// The real file (make bench's 8 runs per benchmark, with the loops in
+// C): against itself the gate passes; with any one benchmark 25% slower
+// in every run it fails naming that benchmark and no other — or, where
+// that benchmark's runs are too spread out to show a 25% change, it
+// passes and its report's detectable column said so beforehand (every
+// miss is announced). The same at the default count of make compare,
+// with runs drawn from the real ones.
 func TestRealFileSlowedBenchmark(t *testing.T) {
 	real := readReal(t)
 	opt, err := options(0.05, "5%", "")
 	require.NoError(t, err)
-	var out strings.Builder
-	rep := Compare(real, real, opt)
-	rep.WriteSummary(&out)
-	assert.Equal(t, ExitUndecided, rep.ExitCode(false, false), "the file against itself")
-	assert.Contains(t, out.String(), "needs 8 runs per side")
-	for _, key := range real.Order {
-		assert.Equal(t, ExitUndecided, Compare(real, slowDown(real, key), opt).ExitCode(false, false), key.Name)
-	}
+	assert.Equal(t, ExitOK, Compare(real, real, opt).ExitCode(false, false), "the file against itself")
+	caught := checkSlowed(t, real, opt)
+	t.Logf("the real file (8 runs): %d of %d benchmarks slowed by 25%% fail the gate; the others were announced as undetectable", caught, len(real.Order))
+	assert.GreaterOrEqual(t, caught, len(real.Order)*9/10, "the real file: most single-benchmark slowdowns are caught")
 
 	s := sim{real: real, rng: rand.New(rand.NewPCG(14, 4)), spread: 1}
 	old := s.draw(DefaultCount, -1, 0)
 	assert.Equal(t, ExitOK, Compare(old, old, opt).ExitCode(false, false), "%d runs against themselves", DefaultCount)
+	caught = checkSlowed(t, old, opt)
+	t.Logf("%d runs drawn from the real ones: %d of %d benchmarks slowed by 25%% fail the gate", DefaultCount, caught, len(real.Order))
+	assert.GreaterOrEqual(t, caught, len(real.Order)*9/10)
+}
+
+// checkSlowed slows each benchmark of old by 25% in turn and returns how
+// many the gate fails; it asserts that a failure names only the slowed
+// benchmark and that a pass was announced by the detectable column.
+func checkSlowed(t *testing.T, old *Set, opt Options) int {
+	t.Helper()
 	caught := 0
 	fast := opt
 	fast.skipPower = true // Detectable below, for the slowed benchmark only
-	for _, key := range real.Order {
+	for _, key := range old.Order {
 		rep := Compare(old, slowDown(old, key), fast)
 		announced := slices.ContainsFunc(rep.Rows, func(r Row) bool {
 			return r.Family >= 0 && r.Key == key &&
@@ -241,7 +249,7 @@ func TestRealFileSlowedBenchmark(t *testing.T) {
 		assert.Equal(t, ExitOK, rep.ExitCode(false, false), key.Name)
 		assert.False(t, announced, "%s: missed though a row's detectable was ≤ 20%%", key.Name)
 	}
-	t.Logf("%d runs drawn from the real ones: %d of %d benchmarks slowed by 25%% fail the gate", DefaultCount, caught, len(real.Order))
+	return caught
 }
 
 // procedure decides a comparison from a Report computed with the gate's
