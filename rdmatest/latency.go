@@ -87,20 +87,7 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	if err := ping.Warm(1); err != nil {
 		resp.fatal(b, err)
 	}
-	before := beforeRun(b, d)
-	res, err := timedRun(ping, cpus[0], b.ResetTimer)
-	b.StopTimer()
-	before.end()
-	if err != nil {
-		resp.fatal(b, err)
-	}
-	if err := resp.Stop(); err != nil {
-		b.Fatal(err)
-	}
-	rec := NewRecorder()
-	if err := rec.importLoop(ping, res); err != nil {
-		b.Fatal(err)
-	}
+	res, rec, before := measure(b, d, ping, cpus[0], resp, nil)
 	if err := p.verifyLatency(&s); err != nil {
 		b.Fatal(err)
 	}

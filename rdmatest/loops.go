@@ -3,6 +3,7 @@ package rdmatest
 import (
 	"fmt"
 	"runtime"
+	"testing"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -123,4 +124,30 @@ func timedRun(l *verbs.Loop, cpu int, pinned func()) (verbs.LoopResult, error) {
 	defer restore()
 	pinned()
 	return l.Run()
+}
+
+// measure runs l as b's timed region (see timedRun; the region's start,
+// beforeRun, just before it), then, untimed, runs after (if any), stops
+// the passive side resp and imports the loop's samples. Any failure ends
+// b, with the passive side's error added.
+func measure(b *testing.B, d *Dev, l *verbs.Loop, cpu int, resp *responder, after func() error) (verbs.LoopResult, *Recorder, *region) {
+	b.Helper()
+	before := beforeRun(b, d)
+	res, err := timedRun(l, cpu, b.ResetTimer)
+	b.StopTimer()
+	before.end()
+	if err == nil && after != nil {
+		err = after()
+	}
+	if err != nil {
+		resp.fatal(b, err)
+	}
+	if err := resp.Stop(); err != nil {
+		b.Fatal(err)
+	}
+	rec := NewRecorder()
+	if err := rec.importLoop(l, res); err != nil {
+		b.Fatal(err)
+	}
+	return res, rec, before
 }

@@ -135,23 +135,7 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	if err := c.Warm(int64(s.QD)); err != nil {
 		resp.fatal(b, err)
 	}
-	before := beforeRun(b, d)
-	res, err := timedRun(c, cpus[0], b.ResetTimer)
-	b.StopTimer()
-	before.end()
-	if err == nil {
-		err = c.Drain()
-	}
-	if err != nil {
-		resp.fatal(b, err)
-	}
-	if err := resp.Stop(); err != nil {
-		b.Fatal(err)
-	}
-	rec := NewRecorder()
-	if err := rec.importLoop(c, res); err != nil {
-		b.Fatal(err)
-	}
+	res, rec, before := measure(b, d, c, cpus[0], resp, c.Drain)
 	reportLatencyHeld(b, rec)
 	reportLoopRate(b, "msgs/s", res.Ops, res.Elapsed())
 	before.report(b, d, int64(b.N))
