@@ -88,7 +88,8 @@ func ReportLatency(b *testing.B, r *Recorder) {
 }
 
 // reportLatencyHeld is ReportLatency for a benchmark that loops over b.N
-// instead of b.Loop (Threads): the testing package calls such a function
+// instead of b.Loop (every family whose loop runs in C: b.Loop cannot
+// hand a count to C): the testing package calls such a function
 // several times per run with growing b.N and reports only the last call,
 // so its .hlog interval is held back until it is known to be that call's
 // (see holdHlog). r is nil when a call has nothing to report.

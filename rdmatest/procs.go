@@ -2,13 +2,13 @@ package rdmatest
 
 import "runtime"
 
-// The requester's goroutine spins on its completion queue or on memory,
-// and so does the in-process passive side when it has work of its own
+// The requester's loop spins on its completion queue or on memory, and
+// so does the in-process passive side's when it has work of its own
 // (answering a ping-pong, consuming receives, mirroring a stream,
-// serving RPCs). Each needs a CPU: with fewer, one runs only when the
-// other's time slice ends (a spinner yields every yieldPeriod), and a
+// serving RPCs): each a C loop on an OS thread of its own. Each needs a
+// CPU: with fewer, one runs only when the other's time slice ends, and a
 // ping-pong's "latency" becomes the scheduler's — about 1 ms at
-// GOMAXPROCS=1 where rxe in the VM gives 20–40 µs.
+// GOMAXPROCS=1 where rxe in the VM gives 15–30 µs.
 
 // busyGoroutines is how many goroutines busy-poll during a Latency
 // (streaming false) or Stream (true) run of s on d: the requester's, and
