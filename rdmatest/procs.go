@@ -7,8 +7,11 @@ import "runtime"
 // (answering a ping-pong, consuming receives, mirroring a stream,
 // serving RPCs): each a C loop on an OS thread of its own. Each needs a
 // CPU: with fewer, one runs only when the other's time slice ends, and a
-// ping-pong's "latency" becomes the scheduler's — about 1 ms at
-// GOMAXPROCS=1 where rxe in the VM gives 15–30 µs.
+// ping-pong's "latency" becomes the scheduler's (measured with the
+// earlier Go loops: about 1 ms at GOMAXPROCS=1 where rxe in the VM gave
+// 20–40 µs). A loop in C holds no P, but GOMAXPROCS is still checked: Go
+// sets it from a container's CPU limit, the quota two spinning threads
+// would share.
 
 // busyGoroutines is how many goroutines busy-poll during a Latency
 // (streaming false) or Stream (true) run of s on d: the requester's, and
