@@ -1,7 +1,9 @@
 // rb.h: the flat work requests and completions shared between Go and C
-// (SendWR, RecvWR, WC). The Go side pins the same layout at compile time
-// (types.go); rb_fill_send_wr turns one flat WR into libibverbs' form, for
-// the post shims (verbs_cgo.go) and the C loops (loop.c) alike.
+// (SendWR, RecvWR, WC). layout_cgo.go asserts at compile time that the Go
+// structs (types.go) have these sizes and offsets and that the Go opcode,
+// flag and enum constants equal the C ones; rb_fill_send_wr turns one flat
+// WR into libibverbs' form, for the post shims (verbs_cgo.go) and the C
+// loops (loop.c) alike.
 #ifndef RB_H
 #define RB_H
 
@@ -40,6 +42,25 @@ typedef struct {
 } rb_wc;
 _Static_assert(sizeof(rb_wc) == 40, "rb_wc");
 
+// rb_send_wr.op: the Go Opcode values (OpSend, ...).
+enum {
+	RB_OP_SEND = 0,
+	RB_OP_SEND_IMM,
+	RB_OP_WRITE,
+	RB_OP_WRITE_IMM,
+	RB_OP_READ,
+	RB_OP_FETCH_ADD,
+	RB_OP_CMP_SWAP,
+};
+
+// rb_send_wr.flags: the Go SendFlags bits (FlagSignaled, ...).
+enum {
+	RB_FLAG_SIGNALED = 1 << 0,
+	RB_FLAG_INLINE = 1 << 1,
+	RB_FLAG_SOLICITED = 1 << 2,
+	RB_FLAG_FENCE = 1 << 3,
+};
+
 // Per-QP scratch slots: the ibv_*_wr chain and its SGEs are built here.
 typedef struct { struct ibv_send_wr wr; struct ibv_sge sge[4]; } rb_send_slot;
 typedef struct { struct ibv_recv_wr wr; struct ibv_sge sge[4]; } rb_recv_slot;
@@ -48,8 +69,13 @@ typedef struct { struct ibv_recv_wr wr; struct ibv_sge sge[4]; } rb_recv_slot;
 // is left NULL.
 static inline void rb_fill_send_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, const rb_send_wr *w) {
 	static const enum ibv_wr_opcode opcodes[] = {
-		IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM,
-		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP,
+		[RB_OP_SEND] = IBV_WR_SEND,
+		[RB_OP_SEND_IMM] = IBV_WR_SEND_WITH_IMM,
+		[RB_OP_WRITE] = IBV_WR_RDMA_WRITE,
+		[RB_OP_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
+		[RB_OP_READ] = IBV_WR_RDMA_READ,
+		[RB_OP_FETCH_ADD] = IBV_WR_ATOMIC_FETCH_AND_ADD,
+		[RB_OP_CMP_SWAP] = IBV_WR_ATOMIC_CMP_AND_SWP,
 	};
 	memset(wr, 0, sizeof(*wr));
 	memcpy(sge, w->sge, sizeof(struct ibv_sge) * w->num_sge);
@@ -58,10 +84,10 @@ static inline void rb_fill_send_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, 
 	wr->num_sge = w->num_sge;
 	wr->opcode = opcodes[w->op];
 	unsigned int f = 0;
-	if (w->flags & 1) f |= IBV_SEND_SIGNALED;
-	if (w->flags & 2) f |= IBV_SEND_INLINE;
-	if (w->flags & 4) f |= IBV_SEND_SOLICITED;
-	if (w->flags & 8) f |= IBV_SEND_FENCE;
+	if (w->flags & RB_FLAG_SIGNALED) f |= IBV_SEND_SIGNALED;
+	if (w->flags & RB_FLAG_INLINE) f |= IBV_SEND_INLINE;
+	if (w->flags & RB_FLAG_SOLICITED) f |= IBV_SEND_SOLICITED;
+	if (w->flags & RB_FLAG_FENCE) f |= IBV_SEND_FENCE;
 	wr->send_flags = f;
 	wr->imm_data = htonl(w->imm);
 	switch (wr->opcode) {

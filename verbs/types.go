@@ -87,11 +87,17 @@ const (
 	LinkLayerEthernet   = "Ethernet"
 )
 
+// ibv_port_attr.link_layer codes (IBV_LINK_LAYER_*).
+const (
+	linkLayerInfiniBandCode = 1
+	linkLayerEthernetCode   = 2
+)
+
 func linkLayerName(code int) string {
 	switch code {
-	case 1:
+	case linkLayerInfiniBandCode:
 		return LinkLayerInfiniBand
-	case 2:
+	case linkLayerEthernetCode:
 		return LinkLayerEthernet
 	}
 	return "Unspecified"
@@ -256,8 +262,8 @@ func (f WCFlags) String() string {
 	return flagString(uint32(f), []string{"GRH", "WITH_IMM"})
 }
 
-// WC is one work completion. Its layout is shared with the C shim (see
-// layout_test.go): do not reorder fields.
+// WC is one work completion. Its layout is shared with the C shim (rb_wc in
+// rb.h, checked at compile time by layout_cgo.go): do not reorder fields.
 type WC struct {
 	ID      uint64
 	Status  WCStatus
@@ -414,7 +420,7 @@ const MaxWRSGE = 4
 // Opcode is a send work request opcode.
 type Opcode uint8
 
-// Send opcodes.
+// Send opcodes (RB_OP_* in rb.h; the shim maps them to IBV_WR_*).
 const (
 	OpSend Opcode = iota
 	OpSendImm
@@ -437,7 +443,8 @@ func (o Opcode) isAtomic() bool { return o == OpFetchAdd || o == OpCmpSwap }
 // SendFlags are send work request flags.
 type SendFlags uint8
 
-// Send flags (this package's bits; the shim maps them to IBV_SEND_*).
+// Send flags (this package's bits, RB_FLAG_* in rb.h; the shim maps them to
+// IBV_SEND_*).
 const (
 	FlagSignaled  SendFlags = 1 << 0 // generate a completion (implied when the QP has SignalAll)
 	FlagInline    SendFlags = 1 << 1 // copy the payload into the WQE (≤ QP caps MaxInline)
@@ -451,8 +458,8 @@ func (f SendFlags) String() string {
 }
 
 // SendWR is a flat send work request with no Go pointers, so a []SendWR is
-// handed to C as is. Its layout is shared with the C shim (see
-// layout_test.go): do not reorder fields.
+// handed to C as is. Its layout is shared with the C shim (rb_send_wr in
+// rb.h, checked at compile time by layout_cgo.go): do not reorder fields.
 //
 // For OpWrite/OpWriteImm/OpRead, RemoteAddr and RKey name the remote memory.
 // For OpFetchAdd, CompareAdd is the addend; for OpCmpSwap, CompareAdd is the
@@ -473,7 +480,8 @@ type SendWR struct {
 	UD         UDDest
 }
 
-// RecvWR is a flat receive work request (layout shared with the C shim).
+// RecvWR is a flat receive work request (layout shared with the C shim:
+// rb_recv_wr in rb.h, checked at compile time by layout_cgo.go).
 type RecvWR struct {
 	ID     uint64
 	NumSGE uint8
