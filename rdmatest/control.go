@@ -167,12 +167,12 @@ func connectTwo(d *Dev, pd *verbs.PD, cfg verbs.QPConfig, qps *[2]*verbs.QP) err
 			return fmt.Errorf("rdmatest: %w", err)
 		}
 		qps[i] = qp
-		if eps[i], err = qp.Endpoint(d.Port, d.GID.Index, psn(0, i)); err != nil {
+		if eps[i], err = qp.Endpoint(d.PortNum, d.GIDEntry.Index, psn(0, i)); err != nil {
 			return fmt.Errorf("rdmatest: %w", err)
 		}
 	}
 	for i, qp := range qps {
-		err := qp.Connect(verbs.ConnectConfig{Port: d.Port, GIDIndex: d.GID.Index, LocalPSN: eps[i].PSN, Remote: eps[1-i], Access: allAccess})
+		err := qp.Connect(verbs.ConnectConfig{Port: d.PortNum, GIDIndex: d.GIDEntry.Index, LocalPSN: eps[i].PSN, Remote: eps[1-i], Access: allAccess})
 		if err != nil {
 			return fmt.Errorf("rdmatest: connecting QP %#x: %w", eps[i].QPN, err)
 		}

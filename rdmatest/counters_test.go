@@ -122,12 +122,12 @@ func TestReportCounters(t *testing.T) {
 // around some traffic.
 func TestReadCountersDevice(t *testing.T) {
 	d := Device(t)
-	before, err := ReadCounters(d.Name(), d.Port)
+	before, err := ReadCounters(d.Name(), d.PortNum)
 	require.NoError(t, err)
 	require.NotEmpty(t, before)
 	s := Spec{Op: verbs.OpWrite, Size: 64, QD: 16}
 	runStream(t, d, s, 200)
-	after, err := ReadCounters(d.Name(), d.Port)
+	after, err := ReadCounters(d.Name(), d.PortNum)
 	require.NoError(t, err)
 	delta, err := Delta(before, after)
 	require.NoError(t, err)

@@ -9,12 +9,13 @@ import (
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
-// Dev is an open device with the port and GID the tests use.
+// Dev is an open device with the port and GID the tests use. The fields
+// are named so as not to shadow the Device's Port and GID methods.
 type Dev struct {
 	*verbs.Device
-	Port     int
+	PortNum  int // the port the tests use (-rdma.port)
 	PortAttr verbs.PortAttr
-	GID      verbs.GIDEntry
+	GIDEntry verbs.GIDEntry // the GID the tests use (-rdma.gid, or the best)
 	Opts     Options
 
 	cpus    []int  // CPUs for the timed loops, in order of use (see loopCPUs)
@@ -77,7 +78,7 @@ func OpenDev() (*Dev, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dev{Device: dev, Port: o.Port, Opts: o}
+	d := &Dev{Device: dev, PortNum: o.Port, Opts: o}
 	if err := d.setup(); err != nil {
 		dev.Close()
 		return nil, err
@@ -86,27 +87,27 @@ func OpenDev() (*Dev, error) {
 }
 
 func (d *Dev) setup() error {
-	if n := d.Attr().PhysPortCnt; d.Port > n {
-		return fmt.Errorf("rdmatest: port %d does not exist on %s (ports 1..%d)", d.Port, d.Name(), n)
+	if n := d.Attr().PhysPortCnt; d.PortNum > n {
+		return fmt.Errorf("rdmatest: port %d does not exist on %s (ports 1..%d)", d.PortNum, d.Name(), n)
 	}
-	pa, err := d.Device.Port(d.Port)
+	pa, err := d.Device.Port(d.PortNum)
 	if err != nil {
-		return fmt.Errorf("rdmatest: %s port %d: %w", d.Name(), d.Port, err)
+		return fmt.Errorf("rdmatest: %s port %d: %w", d.Name(), d.PortNum, err)
 	}
 	if pa.State != verbs.PortActive {
-		return fmt.Errorf("rdmatest: %s port %d is %s, not ACTIVE", d.Name(), d.Port, pa.State)
+		return fmt.Errorf("rdmatest: %s port %d is %s, not ACTIVE", d.Name(), d.PortNum, pa.State)
 	}
 	d.PortAttr = pa
 	if d.cpus, d.cpusSrc, err = loopCPUs(d.Name(), d.Opts.CPUs, allowedCPUs()); err != nil {
 		return err
 	}
 	if d.Opts.GIDIndex >= 0 {
-		d.GID, err = d.Device.GID(d.Port, d.Opts.GIDIndex)
+		d.GIDEntry, err = d.Device.GID(d.PortNum, d.Opts.GIDIndex)
 	} else {
-		d.GID, err = d.BestGID(d.Port)
+		d.GIDEntry, err = d.BestGID(d.PortNum)
 	}
 	if err != nil {
-		return fmt.Errorf("rdmatest: %s port %d: %w", d.Name(), d.Port, err)
+		return fmt.Errorf("rdmatest: %s port %d: %w", d.Name(), d.PortNum, err)
 	}
 	return nil
 }

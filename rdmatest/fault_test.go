@@ -19,7 +19,7 @@ func newTestStream(t *testing.T, d *Dev, s Spec, n int64, timeout time.Duration)
 	s.defaults()
 	require.NoError(t, s.Check(d, true))
 	p := NewPair(t, d, s.pairConfig(true))
-	p.Dev = &Dev{Device: d.Device, Port: d.Port, PortAttr: d.PortAttr, GID: d.GID, Opts: d.Opts}
+	p.Dev = &Dev{Device: d.Device, PortNum: d.PortNum, PortAttr: d.PortAttr, GIDEntry: d.GIDEntry, Opts: d.Opts}
 	p.Dev.Opts.Timeout = timeout
 	l, err := newStreamLoop(p, p.A, &s, n, 0)
 	require.NoError(t, err)

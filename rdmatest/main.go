@@ -105,8 +105,8 @@ func Config() [][2]string {
 			[2]string{"rdma-link-layer", d.PortAttr.LinkLayer},
 			[2]string{"rdma-mtu", fmt.Sprint(d.PortAttr.ActiveMTU)},
 			[2]string{"rdma-speed", strings.ReplaceAll(fmt.Sprintf("%dx %s", d.PortAttr.ActiveWidth, d.PortAttr.ActiveSpeed), " ", "")},
-			[2]string{"rdma-gid-type", strings.ReplaceAll(d.GID.Type.String(), " ", "")},
-			[2]string{"rdma-gid-index", fmt.Sprint(d.GID.Index)},
+			[2]string{"rdma-gid-type", strings.ReplaceAll(d.GIDEntry.Type.String(), " ", "")},
+			[2]string{"rdma-gid-index", fmt.Sprint(d.GIDEntry.Index)},
 			[2]string{"rdma-cpus", d.cpuLine()},
 		)
 		d.Close()

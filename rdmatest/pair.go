@@ -110,7 +110,7 @@ type Target struct {
 func (s *Side) Endpoints(d *Dev, psnBase int) ([]verbs.Endpoint, error) {
 	var eps []verbs.Endpoint
 	for i, qp := range s.QPs {
-		ep, err := qp.Endpoint(d.Port, d.GID.Index, psn(i, psnBase))
+		ep, err := qp.Endpoint(d.PortNum, d.GIDEntry.Index, psn(i, psnBase))
 		if err != nil {
 			return nil, fmt.Errorf("rdmatest: %w", err)
 		}
@@ -139,7 +139,7 @@ func (s *Side) Connect(d *Dev, pd *verbs.PD, res *Resources, transport verbs.Tra
 	}
 	for i, qp := range s.QPs {
 		err := qp.Connect(verbs.ConnectConfig{
-			Port: d.Port, GIDIndex: d.GID.Index, MTU: mtu, LocalPSN: local[i].PSN, Remote: remote[i], Access: access,
+			Port: d.PortNum, GIDIndex: d.GIDEntry.Index, MTU: mtu, LocalPSN: local[i].PSN, Remote: remote[i], Access: access,
 			QKey: s.QKey,
 		})
 		if err != nil {
@@ -147,7 +147,7 @@ func (s *Side) Connect(d *Dev, pd *verbs.PD, res *Resources, transport verbs.Tra
 		}
 		t := targets[i]
 		if transport == verbs.TransportUD {
-			ah, err := pd.NewAH(verbs.AHConfig{Port: d.Port, GIDIndex: d.GID.Index, GID: remote[i].GID, LID: remote[i].LID})
+			ah, err := pd.NewAH(verbs.AHConfig{Port: d.PortNum, GIDIndex: d.GIDEntry.Index, GID: remote[i].GID, LID: remote[i].LID})
 			if err != nil {
 				return fmt.Errorf("rdmatest: address handle: %w", err)
 			}

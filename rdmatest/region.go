@@ -28,7 +28,7 @@ type region struct {
 func beforeRun(b *testing.B, d *Dev) *region {
 	debug.FreeOSMemory()
 	r := &region{}
-	c, err := ReadCounters(d.Name(), d.Port)
+	c, err := ReadCounters(d.Name(), d.PortNum)
 	if err != nil {
 		b.Logf("rdmatest: no port counters: %v", err)
 	} else {
@@ -63,7 +63,7 @@ func (r *region) report(b *testing.B, d *Dev, ops int64) {
 	if r.counters == nil {
 		return
 	}
-	after, err := ReadCounters(d.Name(), d.Port)
+	after, err := ReadCounters(d.Name(), d.PortNum)
 	if err != nil {
 		b.Errorf("rdmatest: reading port counters after the run: %v", err)
 		return

@@ -139,7 +139,7 @@ type Limits struct {
 
 // Limits returns d's limits.
 func (d *Dev) Limits() Limits {
-	return Limits{Device: d.Name(), Attr: d.Attr(), Port: d.Port, PortAttr: d.PortAttr}
+	return Limits{Device: d.Name(), Attr: d.Attr(), Port: d.PortNum, PortAttr: d.PortAttr}
 }
 
 // Check validates s against d before anything is created: see

@@ -135,10 +135,10 @@ func TestWireLossVerified(t *testing.T) {
 		t.Run("loss="+loss, func(t *testing.T) {
 			netem(t, "loss", loss)
 			p, s := echoPair(t, d, 4096) // 4 packets a message at MTU 1024
-			before, err := ReadCounters(d.Name(), d.Port)
+			before, err := ReadCounters(d.Name(), d.PortNum)
 			require.NoError(t, err)
 			pingVerified(t, p, s, 200)
-			after, err := ReadCounters(d.Name(), d.Port)
+			after, err := ReadCounters(d.Name(), d.PortNum)
 			require.NoError(t, err)
 			delta, err := Delta(before, after)
 			require.NoError(t, err)
@@ -250,12 +250,12 @@ func waitPortActive(t *testing.T, d *Dev) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		pa, err := d.Device.Port(d.Port)
+		pa, err := d.Device.Port(d.PortNum)
 		if err == nil && pa.State == verbs.PortActive {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("port %d of %s did not come back: %v %v", d.Port, d.Name(), pa.State, err)
+			t.Fatalf("port %d of %s did not come back: %v %v", d.PortNum, d.Name(), pa.State, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -203,7 +203,7 @@ func serveDevice(o options, token string) int {
 	if token == "" {
 		auth = "no token (loopback or -trusted-network)"
 	}
-	log.Printf("serving %s port %d (GID %s) on %s, %s", d.Name(), d.Port, d.GID.GID, ln.Addr(), auth)
+	log.Printf("serving %s port %d (GID %s) on %s, %s", d.Name(), d.PortNum, d.GIDEntry.GID, ln.Addr(), auth)
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)

@@ -180,7 +180,7 @@ func TestPeerRefuses(t *testing.T) {
 // connect on any device (the QPNs stay made up: nothing is sent).
 func onDevice(d *rdmatest.Dev, req *oob.Setup) *oob.Setup {
 	for i := range req.Endpoints {
-		req.Endpoints[i].GID = net.IP(d.GID.GID[:]).String()
+		req.Endpoints[i].GID = net.IP(d.GIDEntry.GID[:]).String()
 	}
 	return req
 }
