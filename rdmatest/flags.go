@@ -26,22 +26,57 @@ type Options struct {
 	CPUs string
 }
 
+// The settings' values: from the environment when the package is
+// initialised, then from the command line once a flag set holding them
+// (RegisterFlags, RegisterDeviceFlags) is parsed. Nothing is registered
+// on import: a program that registers nothing gets the environment and
+// the defaults.
 var (
-	flagDev     = flag.String("rdma.dev", env("RDMA_DEVICE", ""), "RDMA device (default: the first device with an ACTIVE port) [RDMA_DEVICE]")
-	flagPort    = flag.Int("rdma.port", envInt("RDMA_PORT", 1), "RDMA port [RDMA_PORT]")
-	flagGID     = flag.Int("rdma.gid", envInt("RDMA_GID_INDEX", -1), "GID index; -1 = best GID (RoCE v2, IPv4-mapped) [RDMA_GID_INDEX]")
-	flagTimeout = flag.Duration("rdma.timeout", envDuration("RDMA_TIMEOUT", 10*time.Second), "deadline for every single wait for a completion or a peer [RDMA_TIMEOUT]")
-	flagHlog    = flag.String("rdma.hlog", env("RDMA_HLOG_DIR", ""), "directory for HdrHistogram .hlog files, one per benchmark [RDMA_HLOG_DIR]")
-	flagPeer    = flag.String("rdma.peer", env("RDMA_PEER", ""), "host:port of an rdmapeer that plays the passive side on another host [RDMA_PEER]")
-	flagCPUs    = flag.String("rdma.cpus", env("RDMA_CPUS", ""), "CPUs for the timed loops, requester first (a CPU list: 2,3 or 4-7, or none: not pinned); default: the device's NUMA node [RDMA_CPUS]")
-	flagToken   = flag.String("rdma.peer-token", env("RDMA_PEER_TOKEN", ""), "shared secret the peer requires [RDMA_PEER_TOKEN]")
+	flagDev     = ptr(env("RDMA_DEVICE", ""))
+	flagPort    = ptr(envInt("RDMA_PORT", 1))
+	flagGID     = ptr(envInt("RDMA_GID_INDEX", -1))
+	flagTimeout = ptr(envDuration("RDMA_TIMEOUT", 10*time.Second))
+	flagHlog    = ptr(env("RDMA_HLOG_DIR", ""))
+	flagPeer    = ptr(env("RDMA_PEER", ""))
+	flagCPUs    = ptr(env("RDMA_CPUS", ""))
+	flagToken   = ptr(env("RDMA_PEER_TOKEN", ""))
 )
+
+func ptr[T any](v T) *T { return &v }
+
+// RegisterDeviceFlags registers on fs the flags that choose the device
+// and bound every wait: -rdma.dev, -rdma.port, -rdma.gid and
+// -rdma.timeout, each defaulting to its environment variable. It is what
+// a command that serves the device (cmd/rdmapeer) needs; benchmarks
+// register them all with RegisterFlags.
+func RegisterDeviceFlags(fs *flag.FlagSet) {
+	fs.StringVar(flagDev, "rdma.dev", *flagDev, "RDMA device (default: the first device with an ACTIVE port) [RDMA_DEVICE]")
+	fs.IntVar(flagPort, "rdma.port", *flagPort, "RDMA port [RDMA_PORT]")
+	fs.IntVar(flagGID, "rdma.gid", *flagGID, "GID index; -1 = best GID (RoCE v2, IPv4-mapped) [RDMA_GID_INDEX]")
+	fs.DurationVar(flagTimeout, "rdma.timeout", *flagTimeout, "deadline for every single wait for a completion or a peer [RDMA_TIMEOUT]")
+}
+
+// RegisterFlags registers on fs every flag of a benchmark or test binary:
+// the device flags of RegisterDeviceFlags and -rdma.hlog, -rdma.peer,
+// -rdma.peer-token and -rdma.cpus, each defaulting to its environment
+// variable; Opts reads them once fs is parsed. [Main] calls it on
+// flag.CommandLine. Registering twice on one set panics, as every flag
+// redefinition does; sets registered apart share the values (Opts reads
+// what the last one parsed set).
+func RegisterFlags(fs *flag.FlagSet) {
+	RegisterDeviceFlags(fs)
+	fs.StringVar(flagHlog, "rdma.hlog", *flagHlog, "directory for HdrHistogram .hlog files, one per benchmark [RDMA_HLOG_DIR]")
+	fs.StringVar(flagPeer, "rdma.peer", *flagPeer, "host:port of an rdmapeer that plays the passive side on another host [RDMA_PEER]")
+	fs.StringVar(flagCPUs, "rdma.cpus", *flagCPUs, "CPUs for the timed loops, requester first (a CPU list: 2,3 or 4-7, or none: not pinned); default: the device's NUMA node [RDMA_CPUS]")
+	fs.StringVar(flagToken, "rdma.peer-token", *flagToken, "shared secret the peer requires [RDMA_PEER_TOKEN]")
+}
 
 // envErrs collects malformed environment values, reported by Opts.
 var envErrs []error
 
 // Opts returns the options from the flags (and their environment
-// fallbacks), checked: a malformed environment value or an out-of-range
+// fallbacks; without registered flags, the environment and the
+// defaults), checked: a malformed environment value or an out-of-range
 // setting is an error naming the value and the limit.
 func Opts() (Options, error) {
 	errs := append([]error(nil), envErrs...)

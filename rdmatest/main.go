@@ -22,12 +22,14 @@ var Units = []struct{ Name, Better string }{
 	{"delivered-msgs/s", "higher"}, {"lost-msgs/op", "lower"}, {"cpu-ns/op", "lower"},
 }
 
-// Main is a TestMain for packages of device benchmarks: it parses the
-// flags, prints the benchmark-format configuration lines that label the
-// results (rdma-device, rdma-provider, rdma-fw, rdma-node-guid,
-// rdma-link-layer, rdma-mtu, rdma-gid-type, rdma-gid-index, kernel,
-// rdma-core) and the Unit lines, then runs the tests, writes the .hlog
-// interval still held for a b.N benchmark (FlushHlog) and exits.
+// Main is a TestMain for packages of device benchmarks: it registers the
+// -rdma.* flags on flag.CommandLine ([RegisterFlags], unless -rdma.dev is
+// there already), parses the flags, prints the benchmark-format
+// configuration lines that label the results (rdma-device,
+// rdma-provider, rdma-fw, rdma-node-guid, rdma-link-layer, rdma-mtu,
+// rdma-gid-type, rdma-gid-index, kernel, rdma-core) and the Unit lines,
+// then runs the tests, writes the .hlog interval still held for a b.N
+// benchmark (FlushHlog) and exits.
 //
 //	func TestMain(m *testing.M) { rdmatest.Main(m) }
 //
@@ -38,6 +40,9 @@ var Units = []struct{ Name, Better string }{
 // and labelled with another. A single value is applied before any
 // benchmark runs.
 func Main(m *testing.M) {
+	if flag.Lookup("rdma.dev") == nil {
+		RegisterFlags(flag.CommandLine)
+	}
 	flag.Parse()
 	if err := applyCPUFlag(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

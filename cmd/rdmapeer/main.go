@@ -6,6 +6,11 @@
 //	rdmapeer -listen 127.0.0.1:18515 …            (loopback: no token needed)
 //	rdmapeer -trusted-network …                   (no token: anyone who reaches the port)
 //
+// The device is chosen as for the benchmarks, with -rdma.dev, -rdma.port
+// and -rdma.gid (rdmatest.RegisterDeviceFlags); -rdma.timeout bounds how
+// long a shutdown waits for the sessions to end. rdmapeer has no other
+// -rdma.* flag: the passive loops wait for -idle.
+//
 // On host B run rdmapeer; on host A run the benchmarks with
 // -rdma.peer hostB:18515 and the same token in RDMA_PEER_TOKEN. For each
 // benchmark run the client connects over TCP (package rdmatest/oob),
@@ -67,7 +72,8 @@ type usageError struct{ error }
 func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	o := options{lim: defaultLimits}
 	l := &o.lim
-	fs.SetOutput(io.Discard) // errors are returned, help printed by run
+	fs.SetOutput(io.Discard)         // errors are returned, help printed by run
+	rdmatest.RegisterDeviceFlags(fs) // -rdma.dev, -rdma.port, -rdma.gid, -rdma.timeout
 	fs.StringVar(&o.listen, "listen", ":18515", "TCP address to serve on")
 	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the shared secret clients must prove they know (default: $"+tokenEnv+")")
 	fs.BoolVar(&o.trusted, "trusted-network", false, "serve without a token on a non-loopback address: every host that can reach the port may use the RDMA device")
@@ -84,6 +90,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.IntVar(&l.total.CQEs, "total-cqe", l.total.CQEs, "completion queue entries of all clients together")
 	fs.Int64Var(&l.total.Mem, "total-mem", l.total.Mem, "bytes of all clients together")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err // run prints the flags
+		}
 		if strings.Contains(err.Error(), "defined: -token") {
 			err = fmt.Errorf("%w (the token comes from $%s or -token-file, never the command line, where ps shows it)", err, tokenEnv)
 		}
@@ -168,7 +177,6 @@ func main() {
 
 func run(args []string) int {
 	fs := flag.NewFlagSet("rdmapeer", flag.ContinueOnError)
-	flag.CommandLine.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, f.Usage) }) // -rdma.* from rdmatest
 	o, err := parseFlags(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(os.Stderr)
