@@ -5,15 +5,22 @@
 //
 // # Device selection
 //
-// Flags (registered when a test binary imports this package), each with
-// an environment fallback:
+// Flags, each with an environment fallback, registered by [Main] on
+// flag.CommandLine or by [RegisterFlags] on a flag set of your own —
+// never on import (a program that registers none gets the environment
+// and the defaults):
 //
-//	-rdma.dev NAME      RDMA_DEVICE    device; default: the first device with an ACTIVE port
-//	-rdma.port N        RDMA_PORT      port (default 1)
-//	-rdma.gid N         RDMA_GID_INDEX GID index; default -1 = best GID (RoCE v2, IPv4-mapped, not link-local)
-//	-rdma.timeout D     RDMA_TIMEOUT   deadline for every single wait (default 10s)
-//	-rdma.hlog DIR      RDMA_HLOG_DIR  write every latency histogram as an HdrHistogram .hlog file in DIR
-//	-rdma.cpus LIST     RDMA_CPUS      CPUs for the timed loops, requester first (default: the device's NUMA node)
+//	-rdma.dev NAME      RDMA_DEVICE     device; default: the first device with an ACTIVE port
+//	-rdma.port N        RDMA_PORT       port (default 1)
+//	-rdma.gid N         RDMA_GID_INDEX  GID index; default -1 = best GID (RoCE v2, IPv4-mapped, not link-local)
+//	-rdma.timeout D     RDMA_TIMEOUT    deadline for every single wait (default 10s)
+//	-rdma.hlog DIR      RDMA_HLOG_DIR   write every latency histogram as an HdrHistogram .hlog file in DIR
+//	-rdma.cpus LIST     RDMA_CPUS       CPUs for the timed loops, requester first (default: the device's NUMA node)
+//	-rdma.peer H:P      RDMA_PEER       an rdmapeer on another host plays side B
+//	-rdma.peer-token T  RDMA_PEER_TOKEN the secret that peer requires
+//
+// [RegisterDeviceFlags] registers only the first four, for a command
+// that serves the device (cmd/rdmapeer).
 //
 // [Device] opens the chosen device. With no device the test is skipped —
 // except under CI=true or RDMA_REQUIRE=1, where it fails: a machine that
