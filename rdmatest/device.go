@@ -87,11 +87,12 @@ func OpenDev() (*Dev, error) {
 }
 
 func (d *Dev) setup() error {
-	if n := d.Attr().PhysPortCnt; d.PortNum > n {
-		return fmt.Errorf("rdmatest: port %d does not exist on %s (ports 1..%d)", d.PortNum, d.Name(), n)
-	}
 	pa, err := d.Device.Port(d.PortNum)
 	if err != nil {
+		// Attr probes MaxInline: only on this error path, not on every open.
+		if n := d.Attr().PhysPortCnt; d.PortNum > n {
+			return fmt.Errorf("rdmatest: port %d does not exist on %s (ports 1..%d)", d.PortNum, d.Name(), n)
+		}
 		return fmt.Errorf("rdmatest: %s port %d: %w", d.Name(), d.PortNum, err)
 	}
 	if pa.State != verbs.PortActive {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -211,6 +212,49 @@ func TestDeviceAttrAndPort(t *testing.T) {
 	assert.ErrorContains(t, err, "still open: pd #", "a device with a live PD must refuse to close")
 	require.NoError(t, pd.Close())
 	require.NoError(t, pd.Close(), "second Close is a no-op")
+}
+
+// TestMaxInline: MaxInline is probed on first use (here by several
+// goroutines at once), cached, equal to Attr's; a QP asks for exactly
+// that much inline data, and one byte more is refused before creation.
+func TestMaxInline(t *testing.T) {
+	dev := openDevice(t)
+	got := make([]int, 8)
+	errs := make([]error, len(got))
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = dev.MaxInline()
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		require.NoError(t, errs[i])
+		assert.Equal(t, got[0], got[i], "goroutine %d", i)
+	}
+	n := got[0]
+	t.Logf("max inline data: %d", n)
+	assert.Equal(t, n, dev.Attr().MaxInline)
+	require.LessOrEqual(t, n, 4096, "the probe starts at 4096")
+
+	pd, err := dev.AllocPD()
+	require.NoError(t, err)
+	closeLater(t, pd)
+	cq, err := dev.NewCQ(4, nil)
+	require.NoError(t, err)
+	closeLater(t, cq)
+	cfg := verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: 1, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1, MaxInline: n}
+	qp, err := pd.NewQP(cfg)
+	require.NoError(t, err)
+	closeLater(t, qp)
+	assert.GreaterOrEqual(t, qp.Caps().MaxInline, n)
+	cfg.MaxInline = n + 1
+	_, err = pd.NewQP(cfg)
+	var le *verbs.LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, int64(n), le.Limit)
 }
 
 func TestRCSendRecv(t *testing.T) {

@@ -5,14 +5,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
 // Device is an open RDMA device context (ibv_open_device).
 type Device struct {
-	attr DeviceAttr
+	attr DeviceAttr // MaxInline is not set here: see maxInline
 	id   uint64
 	c    cDevice
+
+	// maxInline is DeviceAttr.MaxInline, probed on first use (MaxInline).
+	inlineMu   sync.Mutex
+	inlineDone bool
+	maxInline  int
 }
 
 // PD is a protection domain.
@@ -81,13 +87,12 @@ var (
 
 func closedErr(what string) error { return fmt.Errorf("verbs: %s: %w", what, ErrClosed) }
 
-// Open opens the named device and gathers its DeviceAttr: ibv_query_device,
-// a probe of the largest max_inline_data (a throw-away RC QP is created
-// asking for 4096 bytes, halving until creation succeeds; the cap read back
-// from that QP is reported), and the Provider: the basename of the sysfs
+// Open opens the named device and gathers its DeviceAttr: ibv_query_device
+// and the Provider: the basename of the sysfs
 // link /sys/class/infiniband/<name>/device/driver with a "_core" suffix
 // removed (mlx5_core → mlx5); for software devices without that link, the
 // device name without its trailing digits (rxe0 → rxe, siw0 → siw).
+// MaxInline is not probed by Open but on first use (see Device.MaxInline).
 func Open(name string) (*Device, error) {
 	devs, err := Devices()
 	if err != nil {
@@ -129,8 +134,37 @@ func providerName(root, dev string) string {
 // Name returns the device name, e.g. "rxe0".
 func (d *Device) Name() string { return d.attr.Name }
 
-// Attr returns the attributes gathered by Open.
-func (d *Device) Attr() DeviceAttr { return d.attr }
+// Attr returns the attributes gathered by Open, and MaxInline (probed by
+// the first call of Attr or MaxInline; 0 if that probe fails: MaxInline
+// returns its error).
+func (d *Device) Attr() DeviceAttr {
+	a := d.attr
+	a.MaxInline, _ = d.MaxInline()
+	return a
+}
+
+// MaxInline returns the largest max_inline_data an RC QP can be created
+// with (DeviceAttr.MaxInline). libibverbs has no query for it: the first
+// call probes it (throw-away RC QPs are created asking for 4096 bytes,
+// halving until creation succeeds; the cap read back from that QP is
+// reported, 0 if none succeeds) and later calls return the cached value.
+// A failed probe is not cached. MaxInline is safe for concurrent use.
+func (d *Device) MaxInline() (int, error) {
+	d.inlineMu.Lock()
+	defer d.inlineMu.Unlock()
+	if d.inlineDone {
+		return d.maxInline, nil
+	}
+	if d.id == 0 {
+		return 0, closedErr("device")
+	}
+	n, err := d.c.probeMaxInline()
+	if err != nil {
+		return 0, fmt.Errorf("verbs: %s: %w", d.attr.Name, err)
+	}
+	d.maxInline, d.inlineDone = n, true
+	return n, nil
+}
 
 // Close closes the device. It fails, naming them, while PDs, CQs or
 // Channels created from it are open.
@@ -425,7 +459,15 @@ func (pd *PD) NewQP(cfg QPConfig) (*QP, error) {
 	if pd.id == 0 {
 		return nil, closedErr("protection domain")
 	}
-	if err := cfg.Validate(pd.dev.attr); err != nil {
+	attr := pd.dev.attr
+	if cfg.MaxInline > 0 { // only then does Validate read MaxInline
+		n, err := pd.dev.MaxInline()
+		if err != nil {
+			return nil, err
+		}
+		attr.MaxInline = n
+	}
+	if err := cfg.Validate(attr); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()

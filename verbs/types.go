@@ -28,7 +28,8 @@ func (a AtomicCap) String() string {
 }
 
 // DeviceAttr is the result of ibv_query_device plus a few facts found
-// elsewhere (Name, Provider, MaxInline), gathered once by Open.
+// elsewhere (Name, Provider, MaxInline), gathered once by Open (MaxInline:
+// on first use, see Device.MaxInline).
 type DeviceAttr struct {
 	Name      string
 	Provider  string // kernel driver, see Open for the rule
@@ -44,7 +45,8 @@ type DeviceAttr struct {
 	AtomicCap                             AtomicCap
 	PhysPortCnt                           int
 	// MaxInline is the largest max_inline_data an RC QP could be created with,
-	// probed by Open (libibverbs has no query for it); 0 if inline is unsupported.
+	// probed on first use (Device.MaxInline: libibverbs has no query for
+	// it); 0 if inline is unsupported.
 	MaxInline int
 }
 

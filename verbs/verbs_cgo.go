@@ -396,10 +396,6 @@ func (c *cDevice) queryDevice() (DeviceAttr, error) {
 	if err := rcErr("ibv_query_device", C.ibv_query_device(c.ctx, &a)); err != nil {
 		return DeviceAttr{}, err
 	}
-	inline := C.rb_probe_max_inline(c.ctx)
-	if inline < 0 {
-		return DeviceAttr{}, fmt.Errorf("probing max inline data: %w", rcErr("ibv_alloc_pd/ibv_create_cq", inline))
-	}
 	return DeviceAttr{
 		FWVersion:       C.GoString(&a.fw_ver[0]),
 		NodeGUID:        be64(a.node_guid),
@@ -423,8 +419,16 @@ func (c *cDevice) queryDevice() (DeviceAttr, error) {
 		MaxMRSize:       uint64(a.max_mr_size),
 		AtomicCap:       AtomicCap(a.atomic_cap),
 		PhysPortCnt:     int(a.phys_port_cnt),
-		MaxInline:       int(inline),
 	}, nil
+}
+
+// probeMaxInline runs rb_probe_max_inline (see Device.MaxInline).
+func (c *cDevice) probeMaxInline() (int, error) {
+	n := C.rb_probe_max_inline(c.ctx)
+	if n < 0 {
+		return 0, fmt.Errorf("probing max inline data: %w", rcErr("ibv_alloc_pd/ibv_create_cq", n))
+	}
+	return int(n), nil
 }
 
 func (c *cDevice) close() error {

@@ -25,6 +25,7 @@ func Devices() ([]DeviceInfo, error) { return nil, ErrNotSupported }
 func openDevice(string) (cDevice, DeviceAttr, error) { return cDevice{}, DeviceAttr{}, ErrNotSupported }
 
 func (cDevice) close() error                                   { return ErrNotSupported }
+func (cDevice) probeMaxInline() (int, error)                   { return 0, ErrNotSupported }
 func (cDevice) queryPort(int) (PortAttr, error)                { return PortAttr{}, ErrNotSupported }
 func (cDevice) queryGIDs(string, int, int) ([]GIDEntry, error) { return nil, ErrNotSupported }
 func (cDevice) allocPD() (cPD, error)                          { return cPD{}, ErrNotSupported }
