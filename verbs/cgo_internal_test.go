@@ -3,9 +3,16 @@
 package verbs
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestWCStatusMatchesLibibverbs compares the Go table with the installed
@@ -16,9 +23,33 @@ func TestWCStatusMatchesLibibverbs(t *testing.T) {
 	}
 }
 
-// TestDevicesWithoutRDMA checks that a kernel without RDMA yields an empty
-// list (or devices, inside the VM), never an error.
-func TestDevicesWithoutRDMA(t *testing.T) {
-	_, err := Devices()
-	assert.NoError(t, err)
+// TestDevicesMatchSysfs checks Devices against sysfs: a kernel without
+// RDMA yields an empty list, never an error; otherwise (inside the VM) the
+// list names the devices of /sys/class/infiniband, each with the node GUID
+// sysfs shows.
+func TestDevicesMatchSysfs(t *testing.T) {
+	devs, err := Devices()
+	require.NoError(t, err)
+	entries, err := os.ReadDir(sysfsInfiniband)
+	if errors.Is(err, fs.ErrNotExist) {
+		assert.Empty(t, devs, "no %s, yet libibverbs lists devices", sysfsInfiniband)
+		return
+	}
+	require.NoError(t, err)
+	var want, got []string
+	for _, e := range entries {
+		want = append(want, e.Name())
+	}
+	for _, d := range devs {
+		got = append(got, d.Name)
+		data, err := os.ReadFile(filepath.Join(sysfsInfiniband, d.Name, "node_guid"))
+		if !assert.NoError(t, err) {
+			continue
+		}
+		// e.g. "5054:00ff:fe12:3456": the GUID in hex, big-endian, in 4 groups.
+		guid, err := strconv.ParseUint(strings.ReplaceAll(strings.TrimSpace(string(data)), ":", ""), 16, 64)
+		require.NoError(t, err, "%s node_guid %q", d.Name, data)
+		assert.Equal(t, guid, d.NodeGUID, "%s: node GUID %#x, sysfs says %q", d.Name, d.NodeGUID, data)
+	}
+	assert.ElementsMatch(t, want, got)
 }
