@@ -2,6 +2,7 @@ package rdmatest
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,11 @@ func TestFaultPeerNeverAnswers(t *testing.T) {
 			}
 			elapsed := time.Since(start)
 			t.Logf("after %v: %v", elapsed, err)
+			assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
+			var se *StallError
+			if assert.ErrorAs(t, err, &se) {
+				assert.Equal(t, timeout, se.Timeout)
+			}
 			for _, want := range []string{"deadline 2s exceeded", "B's answer to the ping", "RTS"} {
 				assert.ErrorContains(t, err, want)
 			}

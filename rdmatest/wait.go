@@ -133,9 +133,31 @@ func (p *Poller) Wait(what string, outstanding int) ([]verbs.WC, error) {
 	}
 }
 
-// Stalled builds the error for a wait that reached its deadline: what was
-// awaited, the outstanding WR count, the QPs' states and the last
-// completion status seen.
+// StallError is a wait that reached its deadline (see Poller.Stalled). It
+// unwraps to os.ErrDeadlineExceeded, so errors.Is(err,
+// os.ErrDeadlineExceeded) tells a stall from a failure, as for a
+// *verbs.LoopError.
+type StallError struct {
+	Timeout     time.Duration // the poller's timeout
+	What        string        // what was awaited
+	Outstanding int           // WRs outstanding
+	States      []string      // each QP's state, e.g. "QP 0x11 RTS"
+	Last        string        // the last completion seen, in words
+}
+
+// Error returns e.g. "rdmatest: deadline 2s exceeded waiting for B's
+// answer; 2 WRs outstanding; QP 0x11 RTS; no completion seen yet".
+func (e *StallError) Error() string {
+	return fmt.Sprintf("rdmatest: deadline %v exceeded waiting for %s; %d WRs outstanding; %s; %s",
+		e.Timeout, e.What, e.Outstanding, strings.Join(e.States, ", "), e.Last)
+}
+
+// Unwrap returns os.ErrDeadlineExceeded.
+func (e *StallError) Unwrap() error { return os.ErrDeadlineExceeded }
+
+// Stalled builds the error for a wait that reached its deadline, a
+// *StallError: what was awaited, the outstanding WR count, the QPs' states
+// and the last completion status seen.
 func (p *Poller) Stalled(what string, outstanding int) error {
 	var states []string
 	for _, qp := range p.side.QPs {
@@ -150,6 +172,5 @@ func (p *Poller) Stalled(what string, outstanding int) error {
 	if p.hasLast {
 		last = fmt.Sprintf("last completion: wr_id=%d %s %s", p.Last.ID, p.Last.Opcode, p.Last.Status)
 	}
-	return fmt.Errorf("rdmatest: deadline %v exceeded waiting for %s; %d WRs outstanding; %s; %s",
-		p.timeout, what, outstanding, strings.Join(states, ", "), last)
+	return &StallError{Timeout: p.timeout, What: what, Outstanding: outstanding, States: states, Last: last}
 }
