@@ -1,6 +1,7 @@
 package rdmatest
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,14 +12,15 @@ import (
 // and what exists, before any resource beyond the device context.
 func TestOpenDevBadFlags(t *testing.T) {
 	d := Device(t) // the policy: skip without a device, fail when required
-	name, tableLen := d.Name(), d.PortAttr.GIDTableLen
+	name, tableLen, ports := d.Name(), d.PortAttr.GIDTableLen, d.Attr().PhysPortCnt
+	beyond := ports + 1 // the first port number the device does not have
 	for _, tc := range []struct {
 		name string
 		set  func()
 		want []string
 	}{
 		{"unknown device", func() { *flagDev = "mlx9" }, []string{`"mlx9" not found`, name}},
-		{"port 99", func() { *flagDev, *flagPort = name, 99 }, []string{"port 99", "ports 1..1"}},
+		{"port beyond the device's", func() { *flagDev, *flagPort = name, beyond }, []string{fmt.Sprintf("port %d ", beyond), fmt.Sprintf("ports 1..%d", ports)}},
 		{"GID index beyond the table", func() { *flagDev, *flagGID = name, 100000 }, []string{"GID index 100000", "gid_tbl_len-1"}},
 		{"GID index not populated", func() { *flagDev, *flagGID = name, tableLen-1 }, []string{"GID index", "is empty"}},
 	} {
