@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"testing"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 )
 
 // Histogram geometry shared by every recorder: 1 ns … 100 s, 3
@@ -129,8 +130,7 @@ func ReportRate(b *testing.B, msgs int) {
 }
 
 var (
-	hlogMu    sync.Mutex
-	unsafeRun = regexp.MustCompile(`[^A-Za-z0-9_.=+-]+`)
+	hlogMu sync.Mutex
 	// held is the interval of the last call of a b.N benchmark, not yet
 	// written (holdHlog).
 	held struct {
@@ -175,8 +175,8 @@ func flushHeldLocked() error {
 	return err
 }
 
-// writeHlog appends r as one interval to dir/<name>.hlog in the
-// HdrHistogram interval-log format (readable by HdrHistogram's
+// writeHlog appends r as one interval to dir/benchname.HlogFile(name)
+// in the HdrHistogram interval-log format (readable by HdrHistogram's
 // HistogramLogProcessor and by cmd/rdmaplot). Repeated runs (-count) of
 // one benchmark append further intervals to the same file: one per run.
 func writeHlog(dir, name string, r *Recorder) error {
@@ -189,7 +189,7 @@ func writeHlogLocked(dir, name string, r *Recorder) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("hlog: %w", err)
 	}
-	path := filepath.Join(dir, unsafeRun.ReplaceAllString(name, "_")+".hlog")
+	path := filepath.Join(dir, benchname.HlogFile(name))
 	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
