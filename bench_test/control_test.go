@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rdmabench/rdmabench/rdmatest"
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -15,7 +16,8 @@ import (
 
 // ctl is one variant of a control-path family: the product of its
 // values, named op=…/size=…/page=…/depth=…/transport=… (nil axes are
-// left out; every variant of a family declares the same axes).
+// left out; every variant of a family declares the same axes, which
+// TestMatrixNames checks).
 type ctl struct {
 	op        []rdmatest.ControlOp
 	size      []int
@@ -24,18 +26,18 @@ type ctl struct {
 	transport []verbs.Transport
 }
 
-func (v ctl) points() (names []string, cs []rdmatest.Control) {
-	names, cs = []string{""}, []rdmatest.Control{{}}
+func (v ctl) points() (names []benchname.Name, cs []rdmatest.Control) {
+	names, cs = []benchname.Name{{}}, []rdmatest.Control{{}}
 	dim := func(key string, n int, apply func(c *rdmatest.Control, i int) string) {
 		if n == 0 {
 			return
 		}
-		var nn []string
+		var nn []benchname.Name
 		var nc []rdmatest.Control
 		for k, c := range cs {
 			for i := range n {
 				c2 := c
-				nn = append(nn, names[k]+"/"+key+"="+apply(&c2, i))
+				nn = append(nn, names[k].With(key, apply(&c2, i)))
 				nc = append(nc, c2)
 			}
 		}
@@ -55,6 +57,13 @@ func (v ctl) points() (names []string, cs []rdmatest.Control) {
 // control runs a control-path family; -short runs the first point of
 // each variant.
 func control(b *testing.B, variants ...ctl) {
+	if listing != nil { // see run
+		for _, v := range variants {
+			names, _ := v.points()
+			*listing = append(*listing, names...)
+		}
+		return
+	}
 	d := rdmatest.Device(b)
 	for _, v := range variants {
 		names, cs := v.points()
@@ -62,7 +71,7 @@ func control(b *testing.B, variants ...ctl) {
 			names, cs = names[:1], cs[:1]
 		}
 		for i, c := range cs {
-			b.Run(names[i][1:], func(b *testing.B) {
+			b.Run(names[i].Sub(), func(b *testing.B) {
 				rdmatest.CheckLeaks(b)
 				rdmatest.ControlPath(b, d, c)
 			})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest"
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -32,7 +33,8 @@ func TestMain(m *testing.M) { rdmatest.Main(m) }
 
 // axes is one variant of a benchmark family: the cartesian product of its
 // values. A nil axis keeps the default and does not appear in the name;
-// every variant of a family declares the same axes, so names line up.
+// every variant of a family declares the same axes, so names line up
+// (TestMatrixNames checks).
 type axes struct {
 	transport []verbs.Transport
 	op        []verbs.Opcode // atomics: fadd or cas
@@ -64,9 +66,10 @@ var (
 	atomicOp = []verbs.Opcode{verbs.OpFetchAdd, verbs.OpCmpSwap}
 )
 
-// case_ is one point of a matrix: its name and its spec.
+// case_ is one point of a matrix: its name (the sub-benchmark's parts)
+// and its spec.
 type case_ struct {
-	name string
+	name benchname.Name
 	spec rdmatest.Spec
 }
 
@@ -118,8 +121,7 @@ func points(op verbs.Opcode, v axes) []case_ {
 		for _, c := range pts {
 			for i := range n {
 				c2 := c
-				val := apply(&c2, i)
-				c2.name += "/" + key + "=" + val
+				c2.name = c2.name.With(key, apply(&c2, i))
 				next = append(next, c2)
 			}
 		}
@@ -155,9 +157,6 @@ func points(op verbs.Opcode, v axes) []case_ {
 		c.spec.Load = float64(v.rate[i]) / 100
 		return fmt.Sprint(v.rate[i]) + "%"
 	})
-	for i := range pts {
-		pts[i].name = strings.TrimPrefix(pts[i].name, "/")
-	}
 	return pts
 }
 
@@ -180,10 +179,24 @@ func atc16(b *testing.B, op verbs.Opcode, variants ...axes) {
 	})
 }
 
+// listing, when not nil, makes run and control append the names of
+// their families' default points to it and return, before they touch
+// their *testing.B (listFamilies calls the benchmark functions with a
+// nil one): no device, no -short, no -rdma.sizes or -rdma.qd.
+var listing *[]benchname.Name
+
 func run(b *testing.B, op verbs.Opcode, variants []axes, measure func(*testing.B, *rdmatest.Dev, rdmatest.Spec)) {
+	if listing != nil {
+		for _, v := range variants {
+			for _, c := range points(op, v) {
+				*listing = append(*listing, c.name)
+			}
+		}
+		return
+	}
 	d := rdmatest.Device(b)
 	for _, c := range expand(b, op, variants) {
-		b.Run(c.name, func(b *testing.B) {
+		b.Run(c.name.Sub(), func(b *testing.B) {
 			rdmatest.CheckLeaks(b)
 			measure(b, d, c.spec)
 		})
