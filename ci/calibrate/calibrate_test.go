@@ -11,7 +11,7 @@ import (
 )
 
 func TestBenchRegexp(t *testing.T) {
-	re := benchRegexp("SendBW/transport=RC/size=4096/qd=128")
+	re := benchRegexp(mustName("SendBW/transport=RC/size=4096/qd=128"))
 	assert.Equal(t, "^BenchmarkSendBW$/^transport=RC$/^size=4096$/^qd=128$", re)
 	// Each level must match exactly: size=4096 must not match size=40960.
 	lvl := regexp.MustCompile(strings.Split(re, "/")[2])
@@ -24,7 +24,9 @@ func TestScenarios(t *testing.T) {
 	for _, s := range scenarios {
 		assert.False(t, names[s.name], "duplicate %s", s.name)
 		names[s.name] = true
-		assert.Contains(t, s.bench, "transport=RC", s.name)
+		tr, _ := s.bench.Get("transport")
+		assert.Equal(t, "RC", tr, s.name)
+		assert.Zero(t, s.bench.Procs, "%s: go test adds the -GOMAXPROCS suffix", s.name)
 		assert.NotEmpty(t, s.figures, s.name)
 		assert.NotEmpty(t, s.differs, s.name)
 		if strings.HasSuffix(s.program, "_bw") {
@@ -42,18 +44,26 @@ func TestScenarios(t *testing.T) {
 	assert.Error(t, err)
 }
 
-func TestGomaxprocsSuffix(t *testing.T) {
-	assert.Equal(t, "-2", gomaxprocsSuffix("AtomicBW/op=fadd/transport=RC/qd=16-2"))
-	assert.Equal(t, "", gomaxprocsSuffix("AtomicBW/op=fadd/transport=RC/qd=16"))
-	assert.Equal(t, "", gomaxprocsSuffix("X/a=b-c"))
-}
-
 func TestSameBench(t *testing.T) {
-	const want = "SendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false"
-	assert.True(t, sameBench(want+"-2", want))
-	assert.True(t, sameBench(want+"/bidir=false-2", want), "an axis added later at its neutral value")
-	assert.False(t, sameBench(want+"/bidir=true-2", want))
-	assert.False(t, sameBench("SendBW/transport=RC/size=40960/qd=128/batch=1/signal=1/mode=poll/srq=false-2", want))
+	const name = "SendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false"
+	want := mustName(name)
+	tests := []struct {
+		got  string
+		same bool
+		why  string
+	}{
+		{name + "-2", true, "with the -GOMAXPROCS suffix"},
+		{name, true, "GOMAXPROCS=1 prints none"},
+		{name + "/bidir=false-2", true, "an axis added later at its neutral value"},
+		{name + "/bidir=true-2", false, "an added axis at another value"},
+		{"SendBW/transport=RC/size=40960/qd=128/batch=1/signal=1/mode=poll/srq=false-2", false, "another size"},
+		{"SendLat/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false-2", false, "another family"},
+		{"SendBW/transport=RC/qd=128/size=4096/batch=1/signal=1/mode=poll/srq=false-2", false, "parts in another order"},
+		{name + "/bidir-2", false, "not a name of the grammar"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.same, sameBench(tt.got, want), "%s: %s", tt.why, tt.got)
+	}
 }
 
 func TestMedian(t *testing.T) {
@@ -126,14 +136,14 @@ func TestOverride(t *testing.T) {
 	w := byName["ib_write_bw"]
 	assert.Equal(t, "write_bw 1024 B qd 64", w.name)
 	assert.Equal(t, []string{"-s", "1024", "-t", "64", "-Q", "1"}, w.args)
-	assert.Equal(t, "WriteBW/transport=RC/size=1024/qd=64/qps=1/inline=false/batch=1/signal=1", w.bench)
+	assert.Equal(t, "WriteBW/transport=RC/size=1024/qd=64/qps=1/inline=false/batch=1/signal=1", w.bench.String())
 	assert.Equal(t, 1024, w.size)
 	l := byName["ib_write_lat"]
 	assert.Equal(t, "write_lat 1024 B", l.name)
-	assert.Equal(t, "WriteLat/transport=RC/size=1024/inline=false", l.bench)
+	assert.Equal(t, "WriteLat/transport=RC/size=1024/inline=false", l.bench.String())
 	a := byName["ib_atomic_bw"]
 	assert.Equal(t, 8, a.size, "atomics move 8 bytes whatever -size says")
-	assert.Equal(t, "AtomicBW/op=fadd/transport=RC/qd=64", a.bench)
+	assert.Equal(t, "AtomicBW/op=fadd/transport=RC/qd=64", a.bench.String())
 	same, none := override(scenarios, 0, 0)
 	assert.Equal(t, scenarios, same)
 	assert.Empty(t, none)

@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest"
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -450,29 +451,18 @@ func movedText(moved map[string]float64) string {
 // The -test.bench pattern cannot leave them out (a pattern with fewer
 // levels also runs the other values, one with more levels would run
 // nothing on older binaries), so benchRun filters instead.
-var neutralParts = map[string]bool{"bidir=false": true}
+var neutralParts = map[benchname.Part]bool{{Key: "bidir", Value: "false"}: true}
 
-// sameBench tells whether result name got (as printed, with its
-// -GOMAXPROCS suffix) is the benchmark want, ignoring neutral parts.
-func sameBench(got, want string) bool {
-	got = strings.TrimSuffix(got, gomaxprocsSuffix(got))
-	parts := strings.Split(got, "/")
-	kept := parts[:0]
-	for _, p := range parts {
-		if !neutralParts[p] {
-			kept = append(kept, p)
-		}
+// sameBench tells whether result name got (as printed, with or without
+// its -GOMAXPROCS suffix) is the benchmark want, ignoring neutral parts.
+// A name that does not parse is no benchmark of ours.
+func sameBench(got string, want benchname.Name) bool {
+	n, err := benchname.Parse(got)
+	if err != nil || n.Base != want.Base {
+		return false
 	}
-	return strings.Join(kept, "/") == want
-}
-
-// gomaxprocsSuffix returns the "-N" that testing appends to a name.
-func gomaxprocsSuffix(name string) string {
-	i := strings.LastIndexByte(name, '-')
-	if i < 0 || !isUint(name[i+1:]) {
-		return ""
-	}
-	return name[i:]
+	kept := slices.DeleteFunc(n.Parts, func(p benchname.Part) bool { return neutralParts[p] })
+	return slices.Equal(kept, want.Parts)
 }
 
 // median is the middle value (mean of the middle two for an even count).

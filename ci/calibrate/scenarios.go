@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 )
 
 // side is which perftest process's output holds the figure.
@@ -37,12 +39,12 @@ var (
 // scenario is one perftest program with options matched to one rdmabench
 // benchmark.
 type scenario struct {
-	name    string   // short, e.g. "write_lat 8 B"
-	program string   // perftest program
-	args    []string // perftest options (besides -d, -F, -n)
-	size    int      // message size: the row of perftest's table
-	side    side     // whose report row is compared
-	bench   string   // full rdmabench sub-benchmark name (no -GOMAXPROCS)
+	name    string         // short, e.g. "write_lat 8 B"
+	program string         // perftest program
+	args    []string       // perftest options (besides -d, -F, -n)
+	size    int            // message size: the row of perftest's table
+	side    side           // whose report row is compared
+	bench   benchname.Name // full rdmabench sub-benchmark name (no -GOMAXPROCS)
 	figures []figure
 	// differs says how perftest's definitions differ from ours, beyond
 	// the common ones printed once under the table.
@@ -60,64 +62,74 @@ type scenario struct {
 var scenarios = []scenario{
 	{
 		name: "send_lat 8 B", program: "ib_send_lat", args: []string{"-s", "8", "-I", "0"}, size: 8, side: client,
-		bench:   "SendLat/transport=RC/size=8/inline=false/mode=poll",
+		bench:   mustName("SendLat/transport=RC/size=8/inline=false/mode=poll"),
 		figures: latFigures,
 		differs: "RTT/2 on both; perftest: post-to-post deltas (loop included), 2 largest dropped; ours: post → answer's receive completion, all samples",
 	},
 	{
 		name: "write_lat 8 B", program: "ib_write_lat", args: []string{"-s", "8", "-I", "0"}, size: 8, side: client,
-		bench:   "WriteLat/transport=RC/size=8/inline=false",
+		bench:   mustName("WriteLat/transport=RC/size=8/inline=false"),
 		figures: latFigures,
 		differs: "RTT/2 on both; perftest: post-to-post deltas (loop included), 2 largest dropped; ours: post → last byte of the answer in memory, all samples",
 	},
 	{
 		name: "read_lat 8 B", program: "ib_read_lat", args: []string{"-s", "8"}, size: 8, side: client,
-		bench:   "ReadLat/transport=RC/size=8/mode=poll",
+		bench:   mustName("ReadLat/transport=RC/size=8/mode=poll"),
 		figures: latFigures,
 		differs: "full round trip on both; perftest: post-to-post deltas, 2 largest dropped; ours: post → completion polled, all samples",
 	},
 	{
 		name: "atomic_lat fadd", program: "ib_atomic_lat", args: []string{"-A", "FETCH_AND_ADD"}, size: 8, side: client,
-		bench:   "AtomicLat/op=fadd/transport=RC",
+		bench:   mustName("AtomicLat/op=fadd/transport=RC"),
 		figures: latFigures,
 		differs: "full round trip on both; perftest: post-to-post deltas, 2 largest dropped; ours: post → completion polled, all samples",
 	},
 	{
 		name: "send_bw 4 KiB", program: "ib_send_bw", args: []string{"-s", "4096", "-t", "128", "-Q", "1"}, size: 4096, side: server,
-		bench:   "SendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false",
+		bench:   mustName("SendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false"),
 		figures: bwFigures,
 		differs: "perftest's send_bw figure is the receiver's (server row, first to last receive completion); ours is the requester's (first post → last send completion); rx depth 512 on both",
 	},
 	{
 		name: "write_bw 4 KiB", program: "ib_write_bw", args: []string{"-s", "4096", "-t", "128", "-Q", "1"}, size: 4096, side: client,
-		bench:   "WriteBW/transport=RC/size=4096/qd=128/qps=1/inline=false/batch=1/signal=1",
+		bench:   mustName("WriteBW/transport=RC/size=4096/qd=128/qps=1/inline=false/batch=1/signal=1"),
 		figures: bwFigures,
 		differs: "requester on both, first post → last completion",
 	},
 	{
 		name: "read_bw 4 KiB", program: "ib_read_bw", args: []string{"-s", "4096", "-t", "16", "-Q", "1"}, size: 4096, side: client,
-		bench:   "ReadBW/transport=RC/size=4096/qd=16",
+		bench:   mustName("ReadBW/transport=RC/size=4096/qd=16"),
 		figures: bwFigures,
 		differs: "requester on both, first post → last completion; 16 outstanding (-t 16; -o = device max on both)",
 	},
 	{
 		name: "atomic_bw fadd", program: "ib_atomic_bw", args: []string{"-A", "FETCH_AND_ADD", "-t", "16", "-Q", "1"}, size: 8, side: client,
-		bench:   "AtomicBW/op=fadd/transport=RC/qd=16",
+		bench:   mustName("AtomicBW/op=fadd/transport=RC/qd=16"),
 		figures: bwFigures,
 		differs: "requester on both, first post → last completion; 8 B per atomic; 16 outstanding",
 	},
+}
+
+// mustName parses a benchmark name of the scenarios table, which
+// TestScenariosInMatrix checks against the benchmark matrix.
+func mustName(s string) benchname.Name {
+	n, err := benchname.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
 }
 
 // benchRegexp turns a full sub-benchmark name into a -test.bench pattern
 // that matches exactly it: testing splits the pattern at '/' and matches
 // each level separately, the first against the function name
 // (BenchmarkSendLat).
-func benchRegexp(name string) string {
-	parts := strings.Split("Benchmark"+name, "/")
-	for i, p := range parts {
-		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+func benchRegexp(name benchname.Name) string {
+	levels := name.Levels()
+	for i, l := range levels {
+		levels[i] = "^" + regexp.QuoteMeta(l) + "$"
 	}
-	return strings.Join(parts, "/")
+	return strings.Join(levels, "/")
 }
 
 // find returns the scenarios whose name contains one of the
@@ -163,15 +175,15 @@ func override(scs []scenario, size, qd int) ([]scenario, []string) {
 					s.args[j+1] = strconv.Itoa(v)
 				}
 			}
-			re := regexp.MustCompile(`(^|/)` + key + `=\d+`)
-			s.bench = re.ReplaceAllString(s.bench, "${1}"+key+"="+strconv.Itoa(v))
+			s.bench = s.bench.With(key, strconv.Itoa(v))
 		}
-		if size > 0 && strings.Contains(s.bench, "size=") {
+		has := func(key string) bool { _, ok := s.bench.Get(key); return ok }
+		if size > 0 && has("size") {
 			set("-s", "size", size)
 			s.size = size
 			s.name = strings.Fields(s.name)[0] + " " + strconv.Itoa(size) + " B"
 		}
-		if qd > 0 && strings.Contains(s.bench, "qd=") {
+		if qd > 0 && has("qd") {
 			set("-t", "qd", qd)
 			s.name += " qd " + strconv.Itoa(qd)
 		}
