@@ -46,17 +46,20 @@ type Name struct {
 }
 
 // Parse splits s, with or without Prefix, into a Name. It fails on an
-// empty base, a part without '=' or with an empty key, and a suffix "-N"
-// whose N is not a GOMAXPROCS (0, a leading zero, too large).
+// empty base, a base with '=' or that starts with Prefix (after the one
+// Parse removes: it would not survive String), a part without '=' or
+// with an empty key, and a suffix "-N" whose N is not a GOMAXPROCS (0, a
+// leading zero, too large).
 func Parse(s string) (Name, error) {
 	rest := strings.TrimPrefix(s, Prefix)
 	var n Name
-	if i := strings.LastIndexByte(rest, '-'); i >= 0 && isDigits(rest[i+1:]) {
-		p, err := strconv.Atoi(rest[i+1:])
-		if err != nil || p < 1 || rest[i+1] == '0' {
-			return Name{}, fmt.Errorf("benchmark name %q: bad -GOMAXPROCS suffix %q", s, rest[i:])
+	if m := procsSuffix.FindStringSubmatchIndex(rest); m != nil {
+		digits := rest[m[2]:m[3]]
+		p, err := strconv.Atoi(digits)
+		if err != nil || p < 1 || digits[0] == '0' {
+			return Name{}, fmt.Errorf("benchmark name %q: bad -GOMAXPROCS suffix %q", s, rest[m[0]:])
 		}
-		rest, n.Procs = rest[:i], p
+		rest, n.Procs = rest[:m[0]], p
 	}
 	elems := strings.Split(rest, "/")
 	n.Base = elems[0]
@@ -65,6 +68,9 @@ func Parse(s string) (Name, error) {
 	}
 	if strings.Contains(n.Base, "=") {
 		return Name{}, fmt.Errorf("benchmark name %q: family name %q holds '='", s, n.Base)
+	}
+	if strings.HasPrefix(n.Base, Prefix) {
+		return Name{}, fmt.Errorf("benchmark name %q: family name %q starts with %q: with or without the prefix?", s, n.Base, Prefix)
 	}
 	for _, e := range elems[1:] {
 		k, v, ok := strings.Cut(e, "=")
@@ -170,11 +176,15 @@ func checkPart(key, value string) error {
 	case strings.ContainsFunc(key+value, rewritten):
 		return fmt.Errorf("benchname: %q=%q: go test would print white space as '_' and escape what is not printable", key, value)
 	}
-	if i := strings.LastIndexByte(value, '-'); i >= 0 && isDigits(value[i+1:]) {
+	if procsSuffix.MatchString(value) {
 		return fmt.Errorf("benchname: %s=%s: a value ending in -N reads as a -GOMAXPROCS suffix", key, value)
 	}
 	return nil
 }
+
+// procsSuffix is the -GOMAXPROCS suffix: a '-' and decimal digits at
+// the end.
+var procsSuffix = regexp.MustCompile(`-([0-9]+)$`)
 
 // unsafeRun is a run of characters that do not go into an .hlog file's
 // name.
@@ -218,18 +228,6 @@ func ParseHlogFile(file string) (Name, error) {
 		return Name{}, fmt.Errorf(".hlog file %q: empty family name", file)
 	}
 	return n, nil
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // rewritten tells the runes that go test changes in a sub-benchmark's

@@ -53,6 +53,7 @@ func TestParseBad(t *testing.T) {
 		{"prefix only", "Benchmark", "empty family name"},
 		{"no base", "/a=b", "empty family name"},
 		{"base with '='", "size=8", "holds '='"},
+		{"prefix twice", "BenchmarkBenchmarkX/a=b", "starts with"},
 		{"part without '='", "X/transport", `part "transport" is not key=value`},
 		{"empty part", "X//a=b", `part "" is not key=value`},
 		{"empty key", "X/=RC", `part "=RC" is not key=value`},
@@ -144,4 +145,21 @@ func TestParseHlogFile(t *testing.T) {
 	back, err := ParseHlogFile(HlogFile(Prefix + n.String()))
 	require.NoError(t, err)
 	assert.Equal(t, n, back)
+}
+
+// FuzzParse: whatever Parse accepts formats back to a name that parses
+// to the same Name.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"BenchmarkWriteBW/transport=RC/size=64/qd=128-2", "X/a=b-3-2", "X/a=b-c", "X-", "X/a=b-0", "/a=b", "X//", "Benchmark", "BenchmarkBenchmarkX"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := Parse(s)
+		if err != nil {
+			return
+		}
+		back, err := Parse(n.String())
+		require.NoError(t, err, "%q → %q", s, n.String())
+		assert.Equal(t, n, back, "%q → %q", s, n.String())
+	})
 }
