@@ -63,6 +63,8 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 )
 
 func main() {
@@ -175,33 +177,33 @@ func Plot(outDir string, res *Results, spectra []*Spectrum) ([]string, error) {
 // isStream tells streaming families (WriteBW, SendBW, ...): only their
 // MB/s and msgs/s are bandwidth. A ping-pong's MB/s is one message per
 // round trip and would mislead next to them.
-func isStream(n benchName) bool { return strings.HasSuffix(n.base, "BW") }
+func isStream(n benchname.Name) bool { return strings.HasSuffix(n.Base, "BW") }
 
 // group is the families of one base (e.g. all WriteBW variants), drawn
 // in one chart, with the name parts that tell them apart.
 type group struct {
 	base     string
 	families []string
-	names    []benchName
+	names    []benchname.Name
 	vary     map[string]bool // keys whose values differ: the legend
 	common   map[string]bool // keys with one value: the title
 }
 
 // groupByBase groups the families that keep() accepts by base name, in
 // order of first appearance.
-func groupByBase(families []string, keep func(benchName) bool) []group {
+func groupByBase(families []string, keep func(benchname.Name) bool) []group {
 	var out []group
 	idx := map[string]int{}
 	for _, fam := range families {
-		n := parseName(fam)
+		n := familyName(fam)
 		if !keep(n) {
 			continue
 		}
-		i, ok := idx[n.base]
+		i, ok := idx[n.Base]
 		if !ok {
 			i = len(out)
-			idx[n.base] = i
-			out = append(out, group{base: n.base})
+			idx[n.Base] = i
+			out = append(out, group{base: n.Base})
 		}
 		out[i].families = append(out[i].families, fam)
 		out[i].names = append(out[i].names, n)
@@ -216,12 +218,12 @@ func groupByBase(families []string, keep func(benchName) bool) []group {
 // when it is alone.
 func (g group) legend(i int) string {
 	if len(g.vary) == 0 {
-		if l := g.names[i].label(nil); l != "" {
+		if l := label(g.names[i], nil); l != "" {
 			return l
 		}
 		return g.base
 	}
-	return g.names[i].label(g.vary)
+	return label(g.names[i], g.vary)
 }
 
 // subtitle names the parts every member shares.
@@ -229,7 +231,7 @@ func (g group) subtitle() string {
 	if len(g.names) == 0 || len(g.vary) == 0 {
 		return ""
 	}
-	return g.names[0].label(g.common)
+	return label(g.names[0], g.common)
 }
 
 // title is a chart's first line over lines of notes; the last says what
@@ -333,12 +335,12 @@ var latencyUnits = []struct{ unit, label string }{
 
 // latencyFigure draws the latency percentiles of one family vs size.
 func latencyFigure(res *Results, family string) (*figure, error) {
-	n := parseName(family)
+	n := familyName(family)
 	what := "latency percentiles"
 	if isStream(n) {
 		what = "latency under load (post → completion)"
 	}
-	fig := newFigure(title(n.base+": "+what, n.label(nil),
+	fig := newFigure(title(n.Base+": "+what, label(n, nil),
 		"p50, p99, p99.9 drawn slightly apart at each size"), sizeAxis, "latency (µs, log scale)")
 	fig.p.X.Scale, fig.p.X.Tick.Marker = plot.LogScale{}, sizeTicks{}
 	fig.p.Y.Scale, fig.p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
@@ -374,8 +376,8 @@ func loadFigure(res *Results, family string) (*figure, error) {
 		top = max(top, p.Max)
 	}
 	div, unit := rateUnit(top)
-	n := parseName(family)
-	fig := newFigure(title(n.base+": latency vs offered load", n.label(nil),
+	n := familyName(family)
+	fig := newFigure(title(n.Base+": latency vs offered load", label(n, nil),
 		"x: achieved rate; point labels: offered rate, rate% of the peak rate measured just before",
 		"lines join the points in order of offered rate"),
 		"achieved message rate ("+unit+")", "latency (µs, log scale)")
@@ -500,12 +502,12 @@ func groupSpectra(spectra []*Spectrum) []spectrumGroup {
 	var out []spectrumGroup
 	idx := map[string]int{}
 	for _, s := range spectra {
-		n := parseHlogName(s.Name)
-		i, ok := idx[n.base]
+		n := spectrumName(s.Name)
+		i, ok := idx[n.Base]
 		if !ok {
 			i = len(out)
-			idx[n.base] = i
-			out = append(out, spectrumGroup{group: group{base: n.base}})
+			idx[n.Base] = i
+			out = append(out, spectrumGroup{group: group{base: n.Base}})
 		}
 		out[i].names = append(out[i].names, n)
 		out[i].spectra = append(out[i].spectra, s)

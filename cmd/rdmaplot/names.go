@@ -3,111 +3,57 @@ package main
 import (
 	"strconv"
 	"strings"
+
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 )
 
-// part is one key=value element of a benchmark name ("transport=RC");
-// the -GOMAXPROCS suffix is the part procs=N.
-type part struct{ key, val string }
-
-// benchName is a benchmark name split into its family base ("WriteBW")
-// and its parts in order.
-type benchName struct {
-	base  string
-	parts []part
+// familyName parses the name of a family that ReadResults made: it kept only
+// names that parse (see cutPart), so the error is always nil.
+func familyName(fam string) benchname.Name {
+	n, _ := benchname.Parse(fam)
+	return n
 }
 
-// parseName splits "WriteBW/transport=RC/size=64-2" (with or without
-// the "Benchmark" prefix) into base WriteBW and parts transport=RC,
-// size=64, procs=2. A part without '=' keeps its text as the value of
-// an empty key.
-func parseName(full string) benchName {
-	full = strings.TrimPrefix(full, "Benchmark")
-	var procs string
-	if i := strings.LastIndexByte(full, '-'); i >= 0 && isDigits(full[i+1:]) {
-		full, procs = full[:i], full[i+1:]
-	}
-	elems := strings.Split(full, "/")
-	n := benchName{base: elems[0]}
-	for _, e := range elems[1:] {
-		k, v, ok := strings.Cut(e, "=")
-		if !ok {
-			k, v = "", e
-		}
-		n.parts = append(n.parts, part{k, v})
-	}
-	if procs != "" {
-		n.parts = append(n.parts, part{"procs", procs})
+// spectrumName is the benchmark name an .hlog file is named after, or
+// the file name as the family when it is none.
+func spectrumName(file string) benchname.Name {
+	n, err := benchname.ParseHlogFile(file)
+	if err != nil {
+		return benchname.Name{Base: file}
 	}
 	return n
 }
 
-// parseHlogName reads the name of an .hlog file written by rdmatest:
-// the benchmark name with '/' replaced by '_' and no -GOMAXPROCS suffix
-// ("BenchmarkWriteBW_transport=RC_size=64"). Base names, keys and values
-// hold no '_', so an element without '=' after the first belongs to the
-// previous one.
-func parseHlogName(file string) benchName {
-	elems := strings.Split(strings.TrimPrefix(file, "Benchmark"), "_")
-	n := benchName{base: elems[0]}
-	for _, e := range elems[1:] {
-		k, v, ok := strings.Cut(e, "=")
-		switch {
-		case ok:
-			n.parts = append(n.parts, part{k, v})
-		case len(n.parts) > 0:
-			n.parts[len(n.parts)-1].val += "_" + e
-		default:
-			n.base += "_" + e
-		}
+// shown are the parts of n that charts show: its key=value parts and
+// its -GOMAXPROCS suffix as the part procs=N.
+func shown(n benchname.Name) []benchname.Part {
+	if n.Procs == 0 {
+		return n.Parts
 	}
-	return n
+	return append(n.Parts[:len(n.Parts):len(n.Parts)], benchname.Part{Key: "procs", Value: strconv.Itoa(n.Procs)})
 }
 
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// String formats the part for people: sizes as "64 B" / "4 KiB",
+// partLabel formats a part for people: sizes as "64 B" / "4 KiB",
 // procs as "GOMAXPROCS=2", the rest as key=value.
-func (p part) String() string {
-	switch p.key {
-	case "":
-		return p.val
+func partLabel(p benchname.Part) string {
+	switch p.Key {
 	case "size":
-		if v, err := strconv.ParseFloat(p.val, 64); err == nil {
+		if v, err := strconv.ParseFloat(p.Value, 64); err == nil {
 			return byteLabel(v)
 		}
 	case "procs":
-		return "GOMAXPROCS=" + p.val
+		return "GOMAXPROCS=" + p.Value
 	}
-	return p.key + "=" + p.val
+	return p.String()
 }
 
-// get returns the value of key and whether the name has it.
-func (n benchName) get(key string) (string, bool) {
-	for _, p := range n.parts {
-		if p.key == key {
-			return p.val, true
-		}
-	}
-	return "", false
-}
-
-// label formats the parts whose keys are in keys (all parts when keys
-// is nil), in the name's order, separated by spaces.
-func (n benchName) label(keys map[string]bool) string {
+// label formats the shown parts of n whose keys are in keys (all parts
+// when keys is nil), in the name's order, separated by spaces.
+func label(n benchname.Name, keys map[string]bool) string {
 	var out []string
-	for _, p := range n.parts {
-		if keys == nil || keys[p.key] {
-			out = append(out, p.String())
+	for _, p := range shown(n) {
+		if keys == nil || keys[p.Key] {
+			out = append(out, partLabel(p))
 		}
 	}
 	return strings.Join(out, " ")
@@ -116,16 +62,16 @@ func (n benchName) label(keys map[string]bool) string {
 // varying splits the keys of names into those whose value differs
 // between the names (or that some names lack) and those common to all,
 // so that legends show only what tells the lines apart.
-func varying(names []benchName) (vary, common map[string]bool) {
+func varying(names []benchname.Name) (vary, common map[string]bool) {
 	vals := map[string]map[string]bool{}
 	count := map[string]int{}
 	for _, n := range names {
-		for _, p := range n.parts {
-			if vals[p.key] == nil {
-				vals[p.key] = map[string]bool{}
+		for _, p := range shown(n) {
+			if vals[p.Key] == nil {
+				vals[p.Key] = map[string]bool{}
 			}
-			vals[p.key][p.val] = true
-			count[p.key]++
+			vals[p.Key][p.Value] = true
+			count[p.Key]++
 		}
 	}
 	vary, common = map[string]bool{}, map[string]bool{}

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 )
 
 var fixtureHlogs = []string{"testdata/BenchmarkWriteLat_transport=RC_size=8.hlog", "testdata/BenchmarkSendLat_transport=UD_size=64.hlog"}
@@ -53,22 +55,24 @@ func TestPlotFixtures(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	n := parseName("BenchmarkSendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false-2")
-	assert.Equal(t, "SendBW", n.base)
-	assert.Equal(t, "transport=RC 4 KiB qd=128 batch=1 signal=1 mode=poll srq=false GOMAXPROCS=2", n.label(nil))
-	h := parseHlogName("BenchmarkSendBW_transport=RC_size=4096_qd=128_batch=1_signal=1_mode=poll_srq=false")
-	assert.Equal(t, "SendBW", h.base)
-	assert.Equal(t, "transport=RC 4 KiB qd=128 batch=1 signal=1 mode=poll srq=false", h.label(nil))
+	n := familyName("SendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false-2")
+	assert.Equal(t, "SendBW", n.Base)
+	assert.Equal(t, "transport=RC 4 KiB qd=128 batch=1 signal=1 mode=poll srq=false GOMAXPROCS=2", label(n, nil))
+	h := spectrumName("BenchmarkSendBW_transport=RC_size=4096_qd=128_batch=1_signal=1_mode=poll_srq=false")
+	assert.Equal(t, "SendBW", h.Base)
+	assert.Equal(t, "transport=RC 4 KiB qd=128 batch=1 signal=1 mode=poll srq=false", label(h, nil))
+	assert.Equal(t, "Benchmark", spectrumName("Benchmark").Base, "a file named after no benchmark is a family of its own")
 
-	names := []benchName{
-		parseName("WriteBW/transport=RC/qd=128/qps=1/inline=false/batch=1/signal=1-2"),
-		parseName("WriteBW/transport=UC/qd=128/qps=1/inline=false/batch=1/signal=1-2"),
-		parseName("WriteBW/transport=RC/qd=128/qps=1/inline=false/batch=8/signal=8-2"),
+	names := []benchname.Name{
+		familyName("WriteBW/transport=RC/qd=128/qps=1/inline=false/batch=1/signal=1-2"),
+		familyName("WriteBW/transport=UC/qd=128/qps=1/inline=false/batch=1/signal=1-2"),
+		familyName("WriteBW/transport=RC/qd=128/qps=1/inline=false/batch=8/signal=8-2"),
 	}
 	vary, common := varying(names)
 	assert.Equal(t, map[string]bool{"transport": true, "batch": true, "signal": true}, vary)
 	assert.Equal(t, map[string]bool{"qd": true, "qps": true, "inline": true, "procs": true}, common)
-	assert.Equal(t, "transport=RC batch=8 signal=8", names[2].label(vary))
+	assert.Equal(t, "transport=RC batch=8 signal=8", label(names[2], vary))
+	assert.Len(t, names[2].Parts, 6, "shown leaves the name's parts alone")
 
 	g := groupByBase([]string{"WriteBW/transport=RC/qd=8-2", "WriteLat/transport=RC-2", "ReadBW/qd=16-2"}, isStream)
 	require.Len(t, g, 2)
@@ -128,6 +132,7 @@ func TestSplitName(t *testing.T) {
 		{"Lat/size=4K", "", 0, false},
 		{"Lat/sizes=8", "", 0, false},
 		{"Lat-2", "", 0, false},
+		{"Lat/foo/size=8-2", "", 0, false}, // outside the grammar: a part without '='
 	}
 	for _, tt := range tests {
 		fam, size, ok := SplitName(benchfmt.Name(tt.name))

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 )
 
 // Point is one message size of one family: the median over the repeated
@@ -162,22 +164,20 @@ func rateValue(v string) (float64, bool) {
 }
 
 // cutPart removes the first /key=value part of name whose value valid
-// accepts and returns the rest of the name and that value.
+// accepts and returns the rest of the name and that value. A name
+// outside benchname's grammar has no parts: ok is false.
 func cutPart(name benchfmt.Name, key string, valid func(string) bool) (rest, val string, ok bool) {
-	base, parts := name.Parts()
-	var sb strings.Builder
-	sb.Write(base)
-	for _, p := range parts {
-		if v, found := strings.CutPrefix(string(p), "/"+key+"="); found && !ok && valid(v) {
-			val, ok = v, true
-			continue
-		}
-		sb.Write(p)
-	}
-	if !ok {
+	n, err := benchname.Parse(string(name.Full()))
+	if err != nil {
 		return "", "", false
 	}
-	return sb.String(), val, true
+	for i, p := range n.Parts {
+		if p.Key == key && valid(p.Value) {
+			n.Parts = slices.Delete(n.Parts, i, i+1)
+			return n.String(), p.Value, true
+		}
+	}
+	return "", "", false
 }
 
 // Families lists all families in order of first appearance.
