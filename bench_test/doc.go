@@ -33,6 +33,10 @@
 //	page       4K or huge pages (control path)
 //	depth      queue depth of created CQs/QPs (control path)
 //
+// Package rdmatest/benchname owns this grammar (parsing, formatting, the
+// .hlog file names); testdata/names.txt lists every name of the default
+// matrix, and TestMatrixNames keeps it so.
+//
 // # What is measured
 //
 // The definitions live in package rdmatest's documentation (see
