@@ -406,3 +406,24 @@ func TestErrorTextNamesErrno(t *testing.T) {
 	assert.True(t, strings.HasSuffix(newError("ibv_reg_mr", syscall.EFAULT).Error(), "(EFAULT)"))
 	assert.True(t, errors.Is(newError("op", syscall.EAGAIN), syscall.EAGAIN))
 }
+
+func TestWRBuilders(t *testing.T) {
+	sge := SGE{Addr: 0x1000, Length: 64, LKey: 7}
+	tests := []struct {
+		name string
+		got  SendWR
+		want SendWR
+	}{
+		{"write", Write(sge, 0x2000, 9), SendWR{Op: OpWrite, NumSGE: 1, SGE: [MaxWRSGE]SGE{sge}, RemoteAddr: 0x2000, RKey: 9}},
+		{"read signaled", Read(sge, 0x2000, 9).Signaled(), SendWR{Op: OpRead, Flags: FlagSignaled, NumSGE: 1, SGE: [MaxWRSGE]SGE{sge}, RemoteAddr: 0x2000, RKey: 9}},
+		{"send inline signaled", Send(sge).Inline().Signaled(), SendWR{Op: OpSend, Flags: FlagSignaled | FlagInline, NumSGE: 1, SGE: [MaxWRSGE]SGE{sge}}},
+		{"send imm", Send(sge).WithImm(5), SendWR{Op: OpSendImm, NumSGE: 1, SGE: [MaxWRSGE]SGE{sge}, Imm: 5}},
+		{"write imm", Write(sge, 1, 2).WithImm(5), SendWR{Op: OpWriteImm, NumSGE: 1, SGE: [MaxWRSGE]SGE{sge}, RemoteAddr: 1, RKey: 2, Imm: 5}},
+		{"read ignores imm", Read(sge, 1, 2).WithImm(5), SendWR{Op: OpRead, NumSGE: 1, SGE: [MaxWRSGE]SGE{sge}, RemoteAddr: 1, RKey: 2}},
+		{"ud", Send(sge).To(UDDest{QPN: 3, QKey: 4}), SendWR{Op: OpSend, NumSGE: 1, SGE: [MaxWRSGE]SGE{sge}, UD: UDDest{QPN: 3, QKey: 4}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { assert.Equal(t, tt.want, tt.got) })
+	}
+	assert.Equal(t, 0.0, testing.AllocsPerRun(100, func() { _ = Write(sge, 1, 2).Signaled() }))
+}
