@@ -34,7 +34,11 @@ pkgs=(verbs rdmatest cmd/rdmapeer bench_test)
 for p in "${pkgs[@]}"; do
 	go test -c -o ".cache/testbin/${p//\//_}.test" "./$p"
 done
+rm -f .cache/example-commit.txt
 RDMA_REQUIRE=1 .cache/rxevm -timeout 20m -- bash ci/devtests.sh "${pkgs[@]}"
+
+step "the own-pattern example's 14 runs through benchstat and the regression gate"
+bash ci/owngate.sh .cache/example-commit.txt
 
 step "two hosts: every benchmark (-short) against rdmapeer in a second guest, then faults over the wire"
 go build -o .cache/rdmapeer ./cmd/rdmapeer

@@ -46,12 +46,12 @@ func Device(tb testing.TB) *Dev {
 	d, err := OpenDev()
 	if errors.Is(err, verbs.ErrNoDevice) || errors.Is(err, verbs.ErrNotSupported) {
 		if Required() {
-			tb.Fatalf("no RDMA device, and one is required (CI=true or RDMA_REQUIRE=1): %v", err)
+			fatal(tb, fmt.Sprintf("no RDMA device, and one is required (CI=true or RDMA_REQUIRE=1): %v", err))
 		}
-		tb.Skipf("no RDMA device: %v", err)
+		skip(tb, fmt.Sprintf("no RDMA device: %v", err))
 	}
 	if err != nil {
-		tb.Fatal(err)
+		fatal(tb, err)
 	}
 	tb.Cleanup(func() {
 		if err := d.Close(); err != nil {

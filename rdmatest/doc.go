@@ -34,9 +34,22 @@
 // rxe and HCAs loop QPs on one port back to each other). Side A is the
 // requester, driven by the measured loop; side B is the passive side:
 // its memory is the target of WRITE, READ and atomics, and for SEND it
-// posts receives (and, for ping-pong, answers) in a goroutine of its own.
-// Benchmarks use only A and the published description of B's memory
-// (address, rkey, QPN), so that a remote peer can stand in for B.
+// posts receives (and, for ping-pong, answers) in a C loop on a thread
+// of its own. Benchmarks use only A and the published description of B's
+// memory (address, rkey, QPN), so that a remote peer can stand in for B.
+//
+// # Your own pattern
+//
+// A benchmark of one's own pattern needs about fifteen lines (see the
+// commit example): [NewPair], [Serve] for side B when the pattern needs
+// an answer ([EchoSends], [SinkSends]), WRs built once ([Side.OutAt],
+// [Target.Write], [Target.Send], verbs.Write, verbs.Send, .Signaled()),
+// and [Measure] around a function doing one operation with [Side.Post]
+// and [Side.Await] ([Side.KeepRecvs] for receives that must not run dry).
+// Measure reports what the built-in families report, with the rate in a
+// unit of one's own ([RegisterUnit]); [Benchmark] runs such a function
+// outside go test -bench (an Example, a program). The operation runs in
+// Go (a cgo call per post and per poll); side B's loop runs in C.
 //
 // # CPUs
 //

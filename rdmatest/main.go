@@ -12,10 +12,15 @@ import (
 	"testing"
 )
 
+// Unit is a custom metric unit with its direction: Better is "higher" or
+// "lower".
+type Unit struct{ Name, Better string }
+
 // Units are the custom units rdmabench reports, with their direction, as
 // printed in `Unit … better=` lines (golang.org/x/perf benchfmt) so that
-// benchstat and the regression gate know which way is worse.
-var Units = []struct{ Name, Better string }{
+// benchstat and the regression gate know which way is worse. Add one with
+// RegisterUnit.
+var Units = []Unit{
 	{"p50-ns", "lower"}, {"p90-ns", "lower"}, {"p99-ns", "lower"}, {"p99.9-ns", "lower"},
 	{"p99.99-ns", "lower"}, {"max-ns", "lower"}, {"msgs/s", "higher"},
 	{"msgs/s/thread", "higher"}, {"ops/s", "higher"}, {"MB/s", "higher"},
@@ -49,7 +54,9 @@ func Main(m *testing.M) {
 		os.Exit(2)
 	}
 	PrintConfig(os.Stdout)
+	printed := unitCount()
 	code := m.Run()
+	printUnitsFrom(os.Stdout, printed) // registered while the benchmarks ran
 	if err := FlushHlog(); err != nil {
 		fmt.Fprintln(os.Stderr, "rdmatest:", err)
 		code = max(code, 1)
@@ -87,9 +94,7 @@ func PrintConfig(w io.Writer) {
 	for _, kv := range Config() {
 		fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1])
 	}
-	for _, u := range Units {
-		fmt.Fprintf(w, "Unit %s better=%s\n", u.Name, u.Better)
-	}
+	printUnitsFrom(w, 0)
 }
 
 // Config returns the configuration keys and values of this machine and

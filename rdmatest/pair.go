@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -72,8 +73,11 @@ type Side struct {
 	// stranger cannot guess it.
 	QKey uint32
 
-	slot  int // bytes per slot, 64-aligned (including a UD GRH)
-	depth int
+	slot      int           // bytes per slot, 64-aligned (including a UD GRH)
+	depth     int           // send queue depth per QP
+	recvDepth int           // receive queue depth per QP (of the SRQ with one)
+	timeout   time.Duration // every wait's deadline (-rdma.timeout)
+	own       *own
 }
 
 // Resources collects verbs objects and closes them in reverse order of
@@ -164,7 +168,7 @@ func (s *Side) Connect(d *Dev, pd *verbs.PD, res *Resources, transport verbs.Tra
 // the QPs. Everything goes into res.
 func NewSide(d *Dev, pd *verbs.PD, res *Resources, c PairConfig, srq bool, access verbs.Access) (*Side, error) {
 	c.defaults()
-	s := &Side{depth: c.SendDepth, QKey: randomQKey()}
+	s := &Side{depth: c.SendDepth, recvDepth: c.RecvDepth, timeout: d.Opts.Timeout, QKey: randomQKey()}
 	s.slot = c.SlotSize
 	if c.Transport == verbs.TransportUD {
 		s.slot += grhBytes
@@ -241,6 +245,7 @@ type Pair struct {
 
 	res    Resources
 	remote *remote
+	served *responder // the passive side Serve started
 }
 
 // allAccess is what the requester's memory and QPs allow (a passive side
@@ -248,7 +253,10 @@ type Pair struct {
 const allAccess = verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.AccessRemoteRead | verbs.AccessRemoteAtomic
 
 // NewPair creates and connects a pair; everything is released when tb
-// ends. Errors fail tb.
+// ends. Errors fail tb. Side B is idle until something serves it: its
+// memory and QPs allow every remote access (WRITE, READ, atomics), it
+// has no receives posted and no loop running; the built-in families
+// start its role themselves, a pattern of one's own with Serve.
 func NewPair(tb testing.TB, d *Dev, cfg PairConfig) *Pair {
 	tb.Helper()
 	cfg.defaults()
@@ -259,7 +267,7 @@ func NewPair(tb testing.TB, d *Dev, cfg PairConfig) *Pair {
 		}
 	})
 	if err := p.open(); err != nil {
-		tb.Fatal(err)
+		fatal(tb, err)
 	}
 	return p
 }

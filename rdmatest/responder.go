@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/rdmabench/rdmabench/verbs"
@@ -43,15 +44,12 @@ func (r *responder) recvs() int64 {
 
 // fatal ends benchmark b with err, after stopping the responder and
 // adding its error, if any (the passive side often knows why).
-func (r *responder) fatal(b interface {
-	Helper()
-	Fatal(...any)
-}, err error) {
-	b.Helper()
+func (r *responder) fatal(tb testing.TB, err error) {
+	tb.Helper()
 	if rerr := r.Stop(); rerr != nil {
 		err = fmt.Errorf("%w (passive side: %v)", err, rerr)
 	}
-	b.Fatal(err)
+	fatal(tb, err)
 }
 
 // Stop ends the passive side and returns its error: the loop is stopped,
