@@ -5,7 +5,9 @@
 //
 //	go run ./cmd/rdmasummary RESULTS.txt
 //
-// A family is a base name (WriteBW, SendLat, ...). Its heading shows the
+// Names are read with rdmatest/benchname. A family is a base name
+// (WriteBW, SendLat, ...); a name outside benchname's grammar is a family
+// of its own, named whole, without parts. A family's heading shows the
 // name parts common to all its benchmarks (and GOMAXPROCS); each row is
 // one benchmark, with a column for each name key whose value varies
 // (transport, size, qd, ...), n (the runs of that benchmark in the

@@ -6,11 +6,14 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
+
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 )
 
 // Summary is a results file read for the summary.
@@ -37,17 +40,13 @@ type Family struct {
 type Row struct {
 	// Parts are the name's sub-benchmark parts in order ("transport=RC",
 	// "size=64"; the -GOMAXPROCS suffix as "GOMAXPROCS=2").
-	Parts []part
+	Parts []benchname.Part
 	// Runs counts its result lines.
 	Runs int
 	// Values maps a unit as written in the file ("MB/s", "p50-ns") to its
 	// values, one per line that has the unit.
 	Values map[string][]float64
 }
-
-// part is one key=value element of a name; a part without '=' has an
-// empty key.
-type part struct{ key, val string }
 
 // setupKeys are the configuration lines shown in the heading.
 var setupKeys = []string{"rdma-device", "rdma-provider", "rdma-fw", "rdma-host", "kernel", "cpu"}
@@ -73,7 +72,7 @@ func Read(r io.Reader, path string) (*Summary, error) {
 		full := string(res.Name.Full())
 		row := rows[full]
 		if row == nil {
-			base, parts := splitName(res.Name)
+			base, parts := benchParts(full)
 			fam := families[base]
 			if fam == nil {
 				fam = &Family{Base: base}
@@ -107,31 +106,19 @@ func Read(r io.Reader, path string) (*Summary, error) {
 	return s, nil
 }
 
-// splitName splits a benchmark name into its base and parts.
-func splitName(n benchfmt.Name) (string, []part) {
-	base, raw := n.Parts()
-	var parts []part
-	for _, p := range raw {
-		s := string(p)
-		if procs, ok := strings.CutPrefix(s, "-"); ok {
-			parts = append(parts, part{"GOMAXPROCS", procs})
-			continue
-		}
-		k, v, ok := strings.Cut(strings.TrimPrefix(s, "/"), "=")
-		if !ok {
-			k, v = "", k
-		}
-		parts = append(parts, part{k, v})
+// benchParts splits a benchmark name as benchfmt gives it (without
+// "Benchmark") into its base and parts with benchname, the -GOMAXPROCS
+// suffix as the part GOMAXPROCS=N. A name outside the grammar has no
+// parts: it is a family of its own, named by the whole name.
+func benchParts(full string) (string, []benchname.Part) {
+	n, err := benchname.Parse(benchname.Prefix + full)
+	if err != nil {
+		return full, nil
 	}
-	return string(base), parts
-}
-
-// String is the part as written in the name (GOMAXPROCS as a key).
-func (p part) String() string {
-	if p.key == "" {
-		return p.val
+	if n.Procs != 0 {
+		n.Parts = append(n.Parts, benchname.Part{Key: "GOMAXPROCS", Value: strconv.Itoa(n.Procs)})
 	}
-	return p.key + "=" + p.val
+	return n.Base, n.Parts
 }
 
 // column is a unit the summary can show.
@@ -177,20 +164,20 @@ func (f *Family) columns() []column {
 // keys splits the keys of f's names into those whose value varies (or
 // that some names lack), in order of first appearance, and the parts
 // every name shares.
-func (f *Family) keys() (vary []string, common []part) {
+func (f *Family) keys() (vary []string, common []benchname.Part) {
 	seen := map[string]map[string]bool{}
 	count := map[string]int{}
 	var order []string
-	first := map[string]part{}
+	first := map[string]benchname.Part{}
 	for _, r := range f.Rows {
 		for _, p := range r.Parts {
-			if seen[p.key] == nil {
-				seen[p.key] = map[string]bool{}
-				order = append(order, p.key)
-				first[p.key] = p
+			if seen[p.Key] == nil {
+				seen[p.Key] = map[string]bool{}
+				order = append(order, p.Key)
+				first[p.Key] = p
 			}
-			seen[p.key][p.val] = true
-			count[p.key]++
+			seen[p.Key][p.Value] = true
+			count[p.Key]++
 		}
 	}
 	for _, k := range order {
@@ -284,8 +271,8 @@ func (f *Family) write(w io.Writer) {
 		for _, k := range vary {
 			v := ""
 			for _, p := range r.Parts {
-				if p.key == k {
-					v = p.val
+				if p.Key == k {
+					v = p.Value
 				}
 			}
 			line = append(line, v)

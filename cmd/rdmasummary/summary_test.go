@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// summarize runs the command on a file and returns its output by family
-// ("" holds the heading).
+// summarize runs the command on a file and returns its output by family,
+// the first word of a section ("" holds the heading).
 func summarize(t *testing.T, path string) map[string]string {
 	t.Helper()
 	var out, errs bytes.Buffer
@@ -20,8 +20,8 @@ func summarize(t *testing.T, path string) map[string]string {
 	sections := map[string]string{}
 	for _, sec := range strings.Split(out.String(), "\n\n") {
 		name := ""
-		if !strings.HasPrefix(sec, "Summary of ") {
-			name, _, _ = strings.Cut(sec, " ")
+		if words := strings.Fields(sec); len(words) > 0 && !strings.HasPrefix(sec, "Summary of ") {
+			name = words[0]
 		}
 		sections[name] = sec
 	}
@@ -112,6 +112,19 @@ func TestSummaryUnitsAsWritten(t *testing.T) {
 			assertHas(t, line(t, s[tt.family], tt.line), tt.contains, tt.absent)
 		})
 	}
+}
+
+// TestSummaryNameOutsideGrammar: a name benchname does not parse (a part
+// without '=') is not split: it is a family of its own, named whole.
+func TestSummaryNameOutsideGrammar(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "odd.txt")
+	require.NoError(t, os.WriteFile(path, []byte(
+		"BenchmarkOdd/plain-2 \t 1 \t 100 ns/op \t 5.00 MB/s\n"+
+			"BenchmarkWriteBW/size=8-2 \t 1 \t 100 ns/op \t 7.00 MB/s\n"), 0o644))
+	s := summarize(t, path)
+	require.Contains(t, s, "Odd/plain-2")
+	assertHas(t, line(t, s["Odd/plain-2"], "1 "), []string{"5.00"}, []string{"plain", "GOMAXPROCS"})
+	assertHas(t, s["WriteBW"], []string{"WriteBW size=8 GOMAXPROCS=2"}, nil)
 }
 
 func TestCell(t *testing.T) {
