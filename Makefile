@@ -90,12 +90,15 @@ plots:
 		grep '\.svg$$' | awk '{ print } END { if (NR) printf "make plots: %d charts in $(PLOTS)/, each as .svg (above) and .png\n", NR }'
 
 # make calibrate: perftest and the matching rdmabench benchmarks on the
-# same device in one session, side by side (go doc ./ci/calibrate).
+# same device in one session, side by side (go doc ./ci/calibrate), with
+# the C-only control (ci/cping: the benchmark's C loop without Go) as a
+# third contestant of write_lat.
 CALIBRATE_FLAGS ?=
 calibrate: build
 	go test -c -o .cache/bench.test ./bench_test
 	go build -o .cache/bin/calibrate ./ci/calibrate
-	$(RXEVM) $(RXEVM_FLAGS) -- .cache/bin/calibrate -bench .cache/bench.test $(CALIBRATE_FLAGS)
+	gcc -O2 -Wall -Wextra -Werror -o .cache/bin/cping ci/cping/cping.c verbs/loop.c -libverbs -lpthread -lm
+	$(RXEVM) $(RXEVM_FLAGS) -- .cache/bin/calibrate -bench .cache/bench.test -control .cache/bin/cping $(CALIBRATE_FLAGS)
 
 clean:
 	rm -rf .cache

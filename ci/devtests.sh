@@ -42,6 +42,19 @@ for p in "$@"; do
 		((rc2 == 0)) || tail -n 20 "$root/.cache/example-commit.txt"
 		((rc == 0)) && rc=$rc2
 	fi
+	if [[ $p == verbs && -x $root/.cache/bin/cping ]]; then
+		# calibrate's C-only control runs the same loops: 2000 round trips.
+		echo "=== the C-only control (ci/cping), 2000 round trips"
+		dev=$(basename "$(ls -d /sys/class/infiniband/* | head -n 1)")
+		out=$("$root/.cache/bin/cping" -d "$dev" -n 2000 -t 10 2>&1)
+		rc2=$?
+		head -n 1 <<<"$out"
+		if ((rc2 == 0)) && ! grep -Eq '^cping-counts 1 100000000000 3 2000 [0-9]+$' <<<"$out"; then
+			echo "FAIL: cping printed no histogram of 2000 samples"
+			rc2=1
+		fi
+		((rc == 0)) && rc=$rc2
+	fi
 	if [[ $p == bench_test ]]; then
 		echo "=== benchmarks (-short smoke run): $p"
 		(cd "$root/$p" && "$bin" -test.run '^$' -test.bench . -test.short -test.benchtime 100x \

@@ -59,18 +59,20 @@ import (
 
 // config is the command line.
 type config struct {
-	dev       string
-	bench     string
-	benchDir  string
-	keep      string
-	only      string
-	iters     int
-	runs      int
-	timeout   time.Duration
-	markdown  bool
-	perftestD string   // directory of the perftest programs ("" = PATH)
-	size, qd  int      // -size, -qd overrides (0: the scenarios' own)
-	benchArgs []string // test binary flags that select the overridden points
+	dev        string
+	bench      string
+	benchDir   string
+	keep       string
+	only       string
+	iters      int
+	runs       int
+	timeout    time.Duration
+	markdown   bool
+	perftestD  string   // directory of the perftest programs ("" = PATH)
+	size, qd   int      // -size, -qd overrides (0: the scenarios' own)
+	benchArgs  []string // test binary flags that select the overridden points
+	control    string   // the C-only control program (ci/cping; "" = none)
+	controlGID int      // its GID index
 }
 
 func main() {
@@ -92,6 +94,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.markdown, "markdown", false, "print the table as Markdown")
 	fs.StringVar(&c.perftestD, "perftest", "", "directory of the perftest programs (default: $PATH)")
 	fs.IntVar(&c.size, "size", 0, "message size for every scenario but the atomics (perftest -s; the benchmark's size= point via -rdma.sizes); 0: each scenario's own")
+	fs.StringVar(&c.control, "control", "", "the C-only control program (make calibrate builds .cache/cping from ci/cping): a third contestant of write_lat, rdmabench's own C loop without the Go runtime; \"\" = none")
+	fs.IntVar(&c.controlGID, "control-gid", 1, "GID index of the control (the benchmark's best GID: 1 on rxe)")
 	fs.IntVar(&c.qd, "qd", 0, "queue depth for every streaming scenario (perftest -t; the benchmark's qd= point via -rdma.qd); 0: each scenario's own")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -161,15 +165,19 @@ type result struct {
 }
 
 // runScenario runs c.runs interleaved pairs of one scenario: perftest
-// once and the benchmark once, perftest first in odd pairs.
+// once and the benchmark once, perftest first in odd pairs — and, with
+// the C-only control, triples rotated (perftest, benchmark, control;
+// benchmark, control, perftest; control, perftest, benchmark; …).
 func runScenario(ctx context.Context, c config, s scenario, log io.Writer) ([]result, error) {
 	pt := make([][]float64, len(s.figures))
 	rb := make([][]float64, len(s.figures))
+	ct := make([][]float64, len(s.figures))
+	withControl := c.control != "" && hasControl(s)
 	var cols []Column
 	ptMoved, rbMoved := map[string]float64{}, map[string]float64{}
 	for i := range c.runs {
 		run := i + 1
-		var p, b []float64
+		var p, b, k []float64
 		perftestOnce := func() error {
 			fmt.Fprintf(log, "calibrate: %s %s (pair %d/%d)\n", s.program, strings.Join(s.args, " "), run, c.runs)
 			var err error
@@ -182,26 +190,39 @@ func runScenario(ctx context.Context, c config, s scenario, log io.Writer) ([]re
 			b, err = benchRun(ctx, c, s, run, rbMoved)
 			return err
 		}
-		// Odd pairs run perftest first, even pairs the benchmark first, so
-		// that whatever the first of two runs pays (or gains) is shared.
-		first, second := perftestOnce, benchOnce
-		if run%2 == 0 {
-			first, second = benchOnce, perftestOnce
+		// Each pair starts with the next contestant, so that whatever the
+		// first run pays (or gains) is shared.
+		order := []func() error{perftestOnce, benchOnce}
+		if withControl {
+			order = append(order, func() error {
+				fmt.Fprintf(log, "calibrate: C-only control %s (pair %d/%d)\n", c.control, run, c.runs)
+				var err error
+				k, err = controlRun(ctx, c, s, run)
+				return err
+			})
 		}
-		if err := first(); err != nil {
-			return nil, err
-		}
-		if err := second(); err != nil {
-			return nil, err
+		for j := range order {
+			if err := order[(i+j)%len(order)](); err != nil {
+				return nil, err
+			}
 		}
 		for j := range s.figures {
 			pt[j], rb[j] = append(pt[j], p[j]), append(rb[j], b[j])
+			if withControl {
+				ct[j] = append(ct[j], k[j])
+			}
 		}
 	}
 	var out []result
 	for j, f := range s.figures {
 		out = append(out, result{sc: s, fig: f, col: cols[j], perftest: median(pt[j]), rdmabench: median(rb[j]),
 			ratios: pairRatios(pt[j], rb[j]), counters: movedText(rbMoved), ptCount: movedText(ptMoved)})
+	}
+	if withControl {
+		for j, f := range s.figures {
+			out = append(out, result{sc: controlScenario(s), fig: f, col: cols[j], perftest: median(pt[j]), rdmabench: median(ct[j]),
+				ratios: pairRatios(pt[j], ct[j]), ptCount: movedText(ptMoved), counters: "not read"})
+		}
 	}
 	return out, nil
 }

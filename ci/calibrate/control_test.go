@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestControlFigures(t *testing.T) {
+	// cping's output for 60 samples of 15.4 µs and 40 of 234.5 µs, its
+	// indices taken from hdrhistogram-go's own export (cping and the C
+	// loops compute them with the same arithmetic: verbs' TestHistMatchesHdrhistogramGo).
+	h := hdrhistogram.New(1, 100e9, 3)
+	require.NoError(t, h.RecordValues(15400, 60))
+	require.NoError(t, h.RecordValues(234500, 40))
+	var b strings.Builder
+	fmt.Fprintf(&b, "cping-counts 1 100000000000 3 %d %d\n", h.TotalCount(), len(h.Export().Counts))
+	for i, c := range h.Export().Counts {
+		if c != 0 {
+			fmt.Fprintf(&b, "%d %d\n", i, c)
+		}
+	}
+	b.WriteString("cping-elapsed-ns 123\n")
+	out := b.String()
+	v, err := controlFigures(strings.NewReader(out), latFigures)
+	require.NoError(t, err)
+	assert.InEpsilon(t, 15.4, v[0], 0.001, "p50 in µs, within the histogram's 0.1%")
+	assert.InEpsilon(t, 234.5, v[1], 0.001, "p99 in µs")
+
+	n := len(h.Export().Counts)
+	for _, tt := range []struct{ out, want string }{
+		{"", "no cping-counts line"},
+		{"cping-counts 1 1000 3 1 2048\n5 1\n", "geometry 1..1000/3"},
+		{"cping-counts 1 100000000000 3 1 2048\n5 1\n", "2048 counts, hdrhistogram-go has"},
+		{fmt.Sprintf("cping-counts 1 100000000000 3 2 %d\n5 1\n", n), "1 samples in the counts, header says 2"},
+		{fmt.Sprintf("cping-counts 1 100000000000 3 1 %d\n-1 1\n", n), `bad count line "-1 1"`},
+		{fmt.Sprintf("cping-counts 1 100000000000 3 1 %d\n99999999 1\n", n), "bad count line"},
+		{"cping-counts x 100000000000 3 1 2048\n", "bad header"},
+	} {
+		_, err := controlFigures(strings.NewReader(tt.out), latFigures)
+		assert.ErrorContains(t, err, tt.want, tt.out)
+	}
+	_, err = controlFigures(strings.NewReader(out), bwFigures)
+	assert.ErrorContains(t, err, "latencies only")
+}

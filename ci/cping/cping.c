@@ -1,0 +1,293 @@
+// cping: calibrate's C-only control (issue #13). It runs rdmabench's own
+// WRITE ping-pong — the same C loops as WriteLat (verbs/loop.c:
+// rb_run_ping in RB_PING_WRITE mode, rb_run_serve in
+// RB_SERVE_WRITE_ECHO) over the same setup (one RC QP per side on one
+// device, looped back on one port, 64-byte slots, send depth 128,
+// receive depth 512, timeout 14, retry 7) — in a process with no Go
+// runtime, each loop on a thread pinned to a CPU of its own. Comparing
+// it with WriteLat and ib_write_lat in one boot tells what the Go process
+// around the loop costs.
+//
+// It prints the histogram's counts (hdrhistogram-go's geometry,
+// 1 ns … 100 s, 3 significant figures; the samples are RTT/2 as in
+// WriteLat) as "cping-counts LOWEST HIGHEST SIGFIGS TOTAL LEN" followed by
+// "INDEX COUNT" lines for the non-zero counts, so that calibrate reads
+// the percentiles exactly as rdmatest does (hdrhistogram.Import).
+//
+// Usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE] [-n ITERS]
+//              [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S]
+// Built by calibrate's make target with -Wall -Wextra -Werror.
+#define _GNU_SOURCE
+#include "../../verbs/loop.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static void die(const char *what, int err) {
+	fprintf(stderr, "cping: %s: %s\n", what, err ? strerror(err) : "failed");
+	exit(1);
+}
+
+// rb_hist_init is verbs.NewHistGeometry (hdrhistogram-go's New).
+static void rb_hist_init(rb_hist *h, int64_t lowest, int64_t highest, int sigfigs) {
+	memset(h, 0, sizeof *h);
+	int32_t sub_bucket_count_magnitude = (int32_t)ceil(log2(2 * pow(10, sigfigs)));
+	h->half_count_magnitude = (sub_bucket_count_magnitude > 1 ? sub_bucket_count_magnitude : 1) - 1;
+	h->unit_magnitude = 63 - __builtin_clzll((uint64_t)lowest);
+	int64_t sub_bucket_count = (int64_t)1 << (h->half_count_magnitude + 1);
+	h->half_count = sub_bucket_count / 2;
+	h->sub_bucket_mask = (sub_bucket_count - 1) << h->unit_magnitude;
+	int64_t smallest_untrackable = sub_bucket_count << h->unit_magnitude;
+	int64_t buckets = 1;
+	while (smallest_untrackable < highest) {
+		if (smallest_untrackable > INT64_MAX / 2) {
+			buckets++;
+			break;
+		}
+		smallest_untrackable <<= 1;
+		buckets++;
+	}
+	h->len = (buckets + 1) * h->half_count;
+	h->counts = calloc((size_t)h->len, sizeof *h->counts);
+	if (!h->counts)
+		die("histogram", ENOMEM);
+	h->lowest = lowest;
+	h->highest = highest;
+}
+
+// side is one end: CQ, buffer (out slot, in slot), MR, QP.
+struct side {
+	struct ibv_cq *cq;
+	uint8_t *buf;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	uint32_t psn;
+};
+
+enum { SLOT = 64, SEND_DEPTH = 128, RECV_DEPTH = 512 };
+
+static void side_open(struct side *s, struct ibv_context *ctx, struct ibv_pd *pd) {
+	if (!(s->cq = ibv_create_cq(ctx, SEND_DEPTH + RECV_DEPTH, NULL, NULL, 0)))
+		die("ibv_create_cq", errno);
+	if (posix_memalign((void **)&s->buf, (size_t)sysconf(_SC_PAGESIZE), 2 * SLOT))
+		die("buffer", ENOMEM);
+	memset(s->buf, 0, 2 * SLOT);
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	if (!(s->mr = ibv_reg_mr(pd, s->buf, 2 * SLOT, access)))
+		die("ibv_reg_mr", errno);
+	struct ibv_qp_init_attr ia;
+	memset(&ia, 0, sizeof ia);
+	ia.send_cq = ia.recv_cq = s->cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = SEND_DEPTH;
+	ia.cap.max_recv_wr = RECV_DEPTH;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	if (!(s->qp = ibv_create_qp(pd, &ia)))
+		die("ibv_create_qp", errno);
+	s->psn = (uint32_t)lrand48() & 0xffffff;
+}
+
+// side_connect moves s's QP to RTS facing the QP peer (same port, GID).
+static void side_connect(struct side *s, const struct side *peer, int port, int gid_index, const union ibv_gid *gid, enum ibv_mtu mtu) {
+	struct ibv_qp_attr a;
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = (uint8_t)port;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	int rc = ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (rc)
+		die("modify to INIT", rc);
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = peer->qp->qp_num;
+	a.rq_psn = peer->psn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.port_num = (uint8_t)port;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *gid;
+	a.ah_attr.grh.sgid_index = (uint8_t)gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	rc = ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (rc)
+		die("modify to RTR", rc);
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = s->psn;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	rc = ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (rc)
+		die("modify to RTS", rc);
+}
+
+// write_wr fills a signaled RDMA WRITE of size bytes from from's out slot
+// to to's in slot.
+static void write_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, const struct side *from, const struct side *to, int size) {
+	memset(wr, 0, sizeof *wr);
+	sge->addr = (uintptr_t)from->buf;
+	sge->length = (uint32_t)size;
+	sge->lkey = from->mr->lkey;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = IBV_WR_RDMA_WRITE;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.rdma.remote_addr = (uintptr_t)to->buf + SLOT;
+	wr->wr.rdma.rkey = to->mr->rkey;
+}
+
+static void pin(int cpu) {
+	if (cpu < 0)
+		return;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+	if (rc)
+		die("pinning a loop's thread", rc);
+}
+
+struct server {
+	rb_serve s;
+	int cpu;
+};
+
+static void *serve_main(void *arg) {
+	struct server *sv = arg;
+	pin(sv->cpu);
+	rb_run_serve(&sv->s);
+	return NULL;
+}
+
+static long arg_long(const char *flag, const char *v, long lo, long hi) {
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (errno || *end || n < lo || n > hi) {
+		fprintf(stderr, "cping: %s %s: want an integer in %ld..%ld\n", flag, v, lo, hi);
+		exit(2);
+	}
+	return n;
+}
+
+int main(int argc, char **argv) {
+	const char *dev = NULL;
+	int port = 1, gid_index = 1, size = 8, cpu_a = -1, cpu_b = -1, timeout_s = 10;
+	long iters = 10000;
+	int opt;
+	while ((opt = getopt(argc, argv, "d:i:x:s:n:a:b:t:")) != -1) {
+		switch (opt) {
+		case 'd': dev = optarg; break;
+		case 'i': port = (int)arg_long("-i", optarg, 1, 255); break;
+		case 'x': gid_index = (int)arg_long("-x", optarg, 0, 255); break;
+		case 's': size = (int)arg_long("-s", optarg, 1, SLOT); break;
+		case 'n': iters = arg_long("-n", optarg, 1, 1000000000L); break;
+		case 'a': cpu_a = (int)arg_long("-a", optarg, -1, CPU_SETSIZE - 1); break;
+		case 'b': cpu_b = (int)arg_long("-b", optarg, -1, CPU_SETSIZE - 1); break;
+		case 't': timeout_s = (int)arg_long("-t", optarg, 1, 3600); break;
+		default:
+			fprintf(stderr, "usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE 1..%d] [-n ITERS] [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S]\n", SLOT);
+			return 2;
+		}
+	}
+	if (!dev) {
+		fprintf(stderr, "cping: -d DEV is required\n");
+		return 2;
+	}
+	srand48(getpid() ^ (long)rb_clock_ns());
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	struct ibv_context *ctx = NULL;
+	for (int i = 0; list && i < n && !ctx; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), dev))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx) {
+		fprintf(stderr, "cping: device %s: not found or cannot be opened\n", dev);
+		return 1;
+	}
+	struct ibv_port_attr pa;
+	int rc = ibv_query_port(ctx, (uint8_t)port, &pa);
+	if (rc)
+		die("ibv_query_port", rc);
+	union ibv_gid gid;
+	if ((rc = ibv_query_gid(ctx, (uint8_t)port, gid_index, &gid)))
+		die("ibv_query_gid", rc);
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	if (!pd)
+		die("ibv_alloc_pd", errno);
+	struct side a, b;
+	side_open(&a, ctx, pd);
+	side_open(&b, ctx, pd);
+	side_connect(&a, &b, port, gid_index, &gid, pa.active_mtu);
+	side_connect(&b, &a, port, gid_index, &gid, pa.active_mtu);
+
+	int64_t timeout_ns = (int64_t)timeout_s * 1000000000;
+	static struct server sv;
+	sv.cpu = cpu_b;
+	rb_serve *s = &sv.s;
+	s->ctl.timeout_ns = timeout_ns;
+	s->cq = b.cq;
+	s->mode = RB_SERVE_WRITE_ECHO;
+	s->qp = b.qp;
+	write_wr(&s->wr, &s->sge, &b, &a, size);
+	s->send_depth = SEND_DEPTH;
+	s->in_last = b.buf + SLOT + size - 1;
+	s->out_last = b.buf + size - 1;
+	s->idle_ns = timeout_ns;
+
+	static rb_ping p;
+	p.ctl.timeout_ns = timeout_ns;
+	rb_hist_init(&p.hist, 1, (int64_t)100 * 1000000000, 3);
+	p.cq = a.cq;
+	p.qp = a.qp;
+	write_wr(&p.wr, &p.sge, &a, &b, size);
+	p.mode = RB_PING_WRITE;
+	p.halve = 1;
+	p.send_depth = SEND_DEPTH;
+	p.in_last = a.buf + SLOT + size - 1;
+	p.out_last = a.buf + size - 1;
+	p.iters = iters;
+	p.warmup = 1; // one untimed round trip, as WriteLat's Warm(1)
+
+	pthread_t th;
+	if ((rc = pthread_create(&th, NULL, serve_main, &sv)))
+		die("pthread_create", rc);
+	pin(cpu_a);
+	int st = rb_run_ping(&p);
+	s->ctl.stop = 1;
+	pthread_join(th, NULL);
+	if (st != RB_OK) {
+		fprintf(stderr, "cping: ping loop ended with status %d (waiting %d, err %d)\n", st, p.ctl.waiting, p.ctl.err);
+		return 1;
+	}
+	if (p.hist.total != iters) {
+		fprintf(stderr, "cping: %lld samples for %ld round trips\n", (long long)p.hist.total, iters);
+		return 1;
+	}
+	printf("cping-counts %lld %lld %d %lld %lld\n", (long long)p.hist.lowest, (long long)p.hist.highest, 3,
+			(long long)p.hist.total, (long long)p.hist.len);
+	for (int64_t i = 0; i < p.hist.len; i++)
+		if (p.hist.counts[i])
+			printf("%lld %lld\n", (long long)i, (long long)p.hist.counts[i]);
+	printf("cping-elapsed-ns %lld\n", (long long)(p.ctl.t_last - p.ctl.t_first));
+	ibv_destroy_qp(a.qp);
+	ibv_destroy_qp(b.qp);
+	ibv_dereg_mr(a.mr);
+	ibv_dereg_mr(b.mr);
+	ibv_destroy_cq(a.cq);
+	ibv_destroy_cq(b.cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	return 0;
+}
