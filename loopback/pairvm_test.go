@@ -3,7 +3,6 @@ package loopback
 import (
 	"bytes"
 	"context"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -23,9 +22,7 @@ import (
 // consoles are logged when the test fails.
 func realPair(t *testing.T) *Pair {
 	t.Helper()
-	if os.Getenv(vmTestsEnv) != "1" {
-		t.Skipf("boots two qemu guests (about 30 s under TCG); set %s=1 to run it", vmTestsEnv)
-	}
+	skipUnlessVMTests(t, "two qemu guests")
 	p, err := NewPair()
 	require.NoError(t, err)
 	p.Timeout = 2 * time.Minute // a hard stop; a pair boots in 15-60 s on a loaded 2-core host

@@ -24,13 +24,20 @@ const vmTestsEnv = "RDMA_VM_TESTS"
 // guestPath is the PATH of the commands run in the guest.
 const guestPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// skipUnlessVMTests skips the test unless the VM tests are enabled;
+// guests says what it boots ("a qemu guest").
+func skipUnlessVMTests(t *testing.T, guests string) {
+	t.Helper()
+	if os.Getenv(vmTestsEnv) != "1" {
+		t.Skipf("boots %s (about 30 s under TCG); set %s=1 to run it", guests, vmTestsEnv)
+	}
+}
+
 // realVM returns a VM for this host, or skips the test unless the VM
 // tests are enabled. The guest console is logged when the test fails.
 func realVM(t *testing.T) *VM {
 	t.Helper()
-	if os.Getenv(vmTestsEnv) != "1" {
-		t.Skipf("boots a qemu guest (about 30 s under TCG); set %s=1 to run it", vmTestsEnv)
-	}
+	skipUnlessVMTests(t, "a qemu guest")
 	vm, err := NewVM()
 	require.NoError(t, err)
 	vm.Timeout = 2 * time.Minute
