@@ -6,13 +6,20 @@ import (
 	"testing"
 )
 
-// FuzzReadResults checks that any input parses without panicking and
-// that every series it yields, by size or by offered rate, is well formed.
-func FuzzReadResults(f *testing.F) {
-	data, err := os.ReadFile("testdata/results.txt")
+// readSeed reads a file of the seed corpus.
+func readSeed(f *testing.F, name string) []byte {
+	f.Helper()
+	data, err := os.ReadFile(name)
 	if err != nil {
 		f.Fatal(err)
 	}
+	return data
+}
+
+// FuzzReadResults checks that any input parses without panicking and
+// that every series it yields, by size or by offered rate, is well formed.
+func FuzzReadResults(f *testing.F) {
+	data := readSeed(f, "testdata/results.txt")
 	f.Add(data[:min(len(data), 2000)])
 	f.Add([]byte("BenchmarkX/size=8-2 1 1 ns/op 3 MB/s 4 p50-ns\n"))
 	f.Add([]byte("BenchmarkX/size=9223372036854775807/size=1 1 NaN MB/s +Inf msgs/s\n"))
@@ -54,11 +61,7 @@ func FuzzReadResults(f *testing.F) {
 // values not decreasing.
 func FuzzReadHlog(f *testing.F) {
 	for _, name := range []string{"testdata/BenchmarkWriteLat_transport=RC_size=8.hlog", "testdata/BenchmarkSendLat_transport=UD_size=64.hlog"} {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
+		f.Add(readSeed(f, name))
 	}
 	f.Add([]byte("#[StartTime: 1 (seconds since epoch)]\n0.000,1.000,100.0,HISTFAAAABx4nJNpmSzMwMDAxAABzFCaEUTPmgQAJRkCCQ==\n"))
 	f.Add([]byte("Tag=x,0.0,1.0,1.0,!!!\n"))
