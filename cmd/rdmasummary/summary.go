@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -116,7 +115,7 @@ func benchParts(full string) (string, []benchname.Part) {
 		return full, nil
 	}
 	if n.Procs != 0 {
-		n.Parts = append(n.Parts, benchname.Part{Key: "GOMAXPROCS", Value: strconv.Itoa(n.Procs)})
+		n.Parts = append(n.Parts, benchname.Part{Key: "GOMAXPROCS", Value: fmt.Sprint(n.Procs)})
 	}
 	return n.Base, n.Parts
 }
