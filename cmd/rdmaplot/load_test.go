@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/perf/benchfmt"
 )
 
 // testdata/load.txt is BenchmarkSendLoad on rxe in the VM, -count 3.
@@ -33,10 +32,7 @@ func TestSplitRate(t *testing.T) {
 		{"WriteBW/size=64-2", "", "", false},
 	}
 	for _, tt := range tests {
-		fam, rate, ok := SplitRate(benchfmt.Name(tt.name))
-		assert.Equal(t, tt.ok, ok, tt.name)
-		assert.Equal(t, tt.family, fam, tt.name)
-		assert.Equal(t, tt.rate, rate, tt.name)
+		assertSplit(t, SplitRate, tt.name, tt.family, tt.rate, tt.ok)
 	}
 }
 

@@ -117,6 +117,16 @@ func assertPNG(t *testing.T, path string) {
 	assert.Greater(t, b.Dy(), 500, path)
 }
 
+// assertSplit checks what split (SplitName, SplitRate) makes of name:
+// the family, the value of the part it cuts out, and ok.
+func assertSplit[V any](t *testing.T, split func(benchfmt.Name) (string, V, bool), name, family string, val V, ok bool) {
+	t.Helper()
+	gotFamily, gotVal, gotOK := split(benchfmt.Name(name))
+	assert.Equal(t, ok, gotOK, name)
+	assert.Equal(t, family, gotFamily, name)
+	assert.Equal(t, val, gotVal, name)
+}
+
 func TestSplitName(t *testing.T) {
 	tests := []struct {
 		name, family string
@@ -135,10 +145,7 @@ func TestSplitName(t *testing.T) {
 		{"Lat/foo/size=8-2", "", 0, false}, // outside the grammar: a part without '='
 	}
 	for _, tt := range tests {
-		fam, size, ok := SplitName(benchfmt.Name(tt.name))
-		assert.Equal(t, tt.ok, ok, tt.name)
-		assert.Equal(t, tt.family, fam, tt.name)
-		assert.Equal(t, tt.size, size, tt.name)
+		assertSplit(t, SplitName, tt.name, tt.family, tt.size, tt.ok)
 	}
 }
 
