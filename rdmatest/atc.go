@@ -54,7 +54,7 @@ func streamThreads(b *testing.B, d *Dev, s Spec) {
 		if n == 0 {
 			break
 		}
-		w := &threadRun{p: NewPair(b, d, s.pairConfig(true)), n: n}
+		w := &threadRun{p: NewPair(b, d, s.pairConfig()), n: n}
 		ws = append(ws, w)
 		w.p.fillPatterns(&s)
 		var err error
@@ -62,7 +62,7 @@ func streamThreads(b *testing.B, d *Dev, s Spec) {
 			err = w.loop.Follow(ws[0].loop)
 		}
 		if err == nil {
-			w.resp, err = w.p.startPassive(&s, true, -1)
+			w.resp, err = w.p.startPassive(&s, -1)
 		}
 		if err != nil {
 			b.Fatal(err)

@@ -69,7 +69,7 @@ func TestATC16Checks(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			assertVerdict(t, tc.spec.CheckLimits(lim, tc.streaming), tc.want, tc.unsupp)
+			assertVerdict(t, withKind(tc.spec, tc.streaming).CheckLimits(lim), tc.want, tc.unsupp)
 		})
 	}
 }
@@ -103,6 +103,6 @@ func TestCounterSpan(t *testing.T) {
 	} {
 		tc.spec.defaults()
 		assert.Equal(t, tc.want, tc.spec.counterSpan(), "%+v", tc.spec)
-		assert.Equal(t, tc.want, tc.spec.pairConfig(true).SlotSize, "%+v", tc.spec)
+		assert.Equal(t, tc.want, withKind(tc.spec, true).pairConfig().SlotSize, "%+v", tc.spec)
 	}
 }

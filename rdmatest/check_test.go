@@ -10,6 +10,16 @@ import (
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
+// withKind is s as the runner of a stream (stream) or of a latency run
+// sets it.
+func withKind(s Spec, stream bool) Spec {
+	s.Kind = KindLatency
+	if stream {
+		s.Kind = KindStream
+	}
+	return s
+}
+
 // rxeLimits are the limits of a Soft-RoCE device as rxe reports them.
 func rxeLimits() Limits {
 	return Limits{
@@ -37,8 +47,8 @@ func TestBadInputs(t *testing.T) {
 	lim := rxeLimits()
 	noAtomics := rxeLimits()
 	noAtomics.Attr.AtomicCap = verbs.AtomicNone
-	stream := func(s Spec) func() error { return func() error { return s.CheckLimits(lim, true) } }
-	latency := func(s Spec) func() error { return func() error { return s.CheckLimits(lim, false) } }
+	stream := func(s Spec) func() error { return func() error { return withKind(s, true).CheckLimits(lim) } }
+	latency := func(s Spec) func() error { return func() error { return withKind(s, false).CheckLimits(lim) } }
 	sizes := func(in string) func() error { return func() error { _, err := ParseSizes(in); return err } }
 	cq := &verbs.CQ{} // never used: Validate only checks that it is set
 	qp := func(c verbs.QPConfig) func() error {
@@ -84,7 +94,7 @@ func TestBadInputs(t *testing.T) {
 		{name: "inline above max_inline_data", err: stream(Spec{Op: send, Size: 513, Inline: true}), want: []string{"inline size 513", "max_inline_data 512"}, unsupported: true},
 		{name: "UD size above MTU", err: stream(Spec{Op: send, Transport: ud, Size: 1025}), want: []string{"size 1025", "MTU 1024"}, unsupported: true},
 		{name: "atomic size 16", err: stream(Spec{Op: fadd, Size: 16}), want: []string{"not 16", "exactly 8 bytes"}},
-		{name: "atomics without device support", err: func() error { return Spec{Op: cas}.CheckLimits(noAtomics, true) }, want: []string{"rxe0", "no atomic support"}, unsupported: true},
+		{name: "atomics without device support", err: func() error { return Spec{Kind: KindStream, Op: cas}.CheckLimits(noAtomics) }, want: []string{"rxe0", "no atomic support"}, unsupported: true},
 		// Spec.CheckLimits: combinations the verb or transport cannot do.
 		{name: "inline on READ", err: stream(Spec{Op: read, Size: 64, Inline: true}), want: []string{"inline", "RDMA_READ"}, unsupported: true},
 		{name: "inline on fetch-add", err: stream(Spec{Op: fadd, Inline: true}), want: []string{"inline", "ATOMIC_FETCH_AND_ADD"}, unsupported: true},
@@ -174,7 +184,7 @@ func TestGoodInputs(t *testing.T) {
 		{Op: verbs.OpFetchAdd},
 		{Op: verbs.OpWrite, Size: 64, Signal: 0}, // Signal 0 means the default, 1
 	} {
-		assert.NoError(t, s.CheckLimits(lim, true), "%+v", s)
+		assert.NoError(t, withKind(s, true).CheckLimits(lim), "%+v", s)
 	}
 	assert.NoError(t, opts(t, func() {})())
 	cq := &verbs.CQ{}

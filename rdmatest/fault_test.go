@@ -18,8 +18,9 @@ import (
 func newTestStream(t *testing.T, d *Dev, s Spec, n int64, timeout time.Duration) (*Pair, *verbs.Loop) {
 	t.Helper()
 	s.defaults()
-	require.NoError(t, s.Check(d, true))
-	p := NewPair(t, d, s.pairConfig(true))
+	s.Kind = KindStream
+	require.NoError(t, s.Check(d))
+	p := NewPair(t, d, s.pairConfig())
 	p.Dev = &Dev{Device: d.Device, PortNum: d.PortNum, PortAttr: d.PortAttr, GIDEntry: d.GIDEntry, Opts: d.Opts}
 	p.Dev.Opts.Timeout = timeout
 	l, err := newStreamLoop(p, p.A, &s, n, 0)

@@ -59,20 +59,21 @@ func recvBytes(s *Spec) int {
 // fail.
 func Latency(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
+	s.Kind = KindLatency
 	s.defaults()
-	if err := s.Check(d, false); err != nil {
+	if err := s.Check(d); err != nil {
 		skipOrFail(b, err)
 	}
-	if err := checkProcs(s.busyGoroutines(d, false)); err != nil {
+	if err := checkProcs(s.busyGoroutines(d)); err != nil {
 		b.Skip(err)
 	}
 	b.ReportAllocs()
-	p := NewPair(b, d, s.pairConfig(false))
+	p := NewPair(b, d, s.pairConfig())
 	defer p.close()
 	p.fillPatterns(&s)
 	timeout := d.Opts.Timeout
-	cpus := d.loopCPUs(s.busyGoroutines(d, false))
-	resp, err := p.startPassive(&s, false, cpus[1])
+	cpus := d.loopCPUs(s.busyGoroutines(d))
+	resp, err := p.startPassive(&s, cpus[1])
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -122,35 +123,35 @@ func newPing(p *Pair, s *Spec, n int64, timeout time.Duration) (*verbs.Loop, err
 // startPassive starts side B's role for s: a C serve loop on B pinned to
 // cpu, the remote peer's role, or nothing (the NIC alone serves READ,
 // WRITE and atomics of a stream, READ and atomic round trips).
-func (p *Pair) startPassive(s *Spec, streaming bool, cpu int) (*responder, error) {
+func (p *Pair) startPassive(s *Spec, cpu int) (*responder, error) {
 	if p.remote != nil {
 		if err := p.remote.start(); err != nil {
 			return nil, err
 		}
 		return p.remote.responder(), nil
 	}
-	cfg, ok := serveConfig(p.B, s, roleFor(s, streaming), p.Cfg.RecvDepth, p.Dev.Opts.Timeout)
+	cfg, ok := serveConfig(p.B, s, roleFor(s), p.Cfg.RecvDepth, p.Dev.Opts.Timeout)
 	if !ok {
 		return nil, nil
 	}
 	return startServe(cfg, cpu)
 }
 
-// serveConfig is the passive loop of role on side b ("target": none).
-func serveConfig(b *Side, s *Spec, role string, recvDepth int, timeout time.Duration) (verbs.ServeConfig, bool) {
+// serveConfig is the passive loop of role on side b (roleTarget: none).
+func serveConfig(b *Side, s *Spec, role passiveRole, recvDepth int, timeout time.Duration) (verbs.ServeConfig, bool) {
 	cfg := verbs.ServeConfig{CQ: b.CQ, QPs: b.QPs, SRQ: b.SRQ, SendDepth: b.depth, Timeout: timeout, Idle: timeout}
 	switch role {
-	case "write-echo":
+	case roleWriteEcho:
 		cfg.Mode, cfg.WR = verbs.ServeWriteEcho, sendWR(s, b, 0)
 		cfg.InLast, cfg.OutLast = b.inByte(0, s.Size-1), b.outByte(0, s.Size-1)
-	case "echo":
+	case roleEcho:
 		// A true echo: the answer carries the bytes that arrived (after
 		// the GRH on UD), and the receive's immediate data.
 		cfg.Mode, cfg.WR = verbs.ServeRecvEcho, sendWR(s, b, 0)
 		cfg.WR.SGE[0] = b.In(0, recvBytes(s))
 		cfg.WR.SGE[0].Addr += uint64(recvBytes(s) - s.Size)
 		cfg.WR.SGE[0].Length = uint32(s.Size)
-	case "sink":
+	case roleSink:
 		cfg.Mode = verbs.ServeSink
 	default:
 		return cfg, false

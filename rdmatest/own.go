@@ -243,7 +243,7 @@ func (s *Side) KeepRecvs(n int) error {
 
 // Role is what the passive side plays for Serve.
 type Role struct {
-	name string // serveConfig's role
+	name passiveRole
 	size int
 }
 
@@ -251,11 +251,11 @@ type Role struct {
 // SEND of n bytes (the first n bytes that arrived) on the same QP: an
 // acknowledgement. Serve also gives side A receives for the answers
 // (KeepRecvs(n)), unless it has them already.
-func EchoSends(n int) Role { return Role{name: "echo", size: n} }
+func EchoSends(n int) Role { return Role{name: roleEcho, size: n} }
 
 // SinkSends is the passive side receiving SENDs (receives of n bytes,
 // posted again as they are consumed) and answering nothing.
-func SinkSends(n int) Role { return Role{name: "sink", size: n} }
+func SinkSends(n int) Role { return Role{name: roleSink, size: n} }
 
 // Serve starts side B's role for a benchmark of one's own pattern: a C
 // loop on a thread (and CPU) of its own, until Measure ends or tb does.
@@ -273,7 +273,7 @@ func Serve(tb testing.TB, p *Pair, r Role) {
 	if r.size <= 0 || r.size > p.B.slot {
 		fatal(tb, fmt.Errorf("rdmatest: Serve: message size %d out of range 1..%d (the slot)", r.size, p.B.slot))
 	}
-	s := Spec{Op: verbs.OpSend, Size: r.size, Transport: p.Cfg.Transport}
+	s := Spec{Kind: KindLatency, Op: verbs.OpSend, Size: r.size, Transport: p.Cfg.Transport}
 	cfg, _ := serveConfig(p.B, &s, r.name, p.Cfg.RecvDepth, p.Dev.Opts.Timeout)
 	resp, err := startServe(cfg, p.Dev.loopCPUs(2)[1])
 	if err != nil {
@@ -281,7 +281,7 @@ func Serve(tb testing.TB, p *Pair, r Role) {
 	}
 	p.served = resp
 	tb.Cleanup(func() { _ = resp.Stop() })
-	if r.name == "echo" && (p.A.own == nil || p.A.own.keep == nil) {
+	if r.name == roleEcho && (p.A.own == nil || p.A.own.keep == nil) {
 		if err := p.A.KeepRecvs(r.size); err != nil {
 			resp.fatal(tb, err)
 		}

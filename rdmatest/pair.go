@@ -31,10 +31,9 @@ type PairConfig struct {
 	SRQ bool
 	// Event gives each side's CQ a completion channel (event mode).
 	Event bool
-	// Spec and Streaming describe the measurement, for a remote peer
-	// (-rdma.peer), which must know which passive role to play.
-	Spec      *Spec
-	Streaming bool
+	// Spec describes the measurement, for a remote peer (-rdma.peer),
+	// which must know which passive role to play.
+	Spec *Spec
 }
 
 func (c *PairConfig) defaults() {

@@ -33,7 +33,7 @@ type Passive struct {
 	side      *Side
 	res       Resources
 	spec      Spec
-	role      string
+	role      passiveRole
 	recvDepth int
 	timeout   time.Duration
 	resp      *responder
@@ -48,12 +48,12 @@ func NewPassive(d *Dev, req *oob.Setup, timeout time.Duration) (*Passive, error)
 	if err := CheckSetup(req, d.Limits()); err != nil {
 		return nil, err
 	}
-	spec, _, err := SetupSpec(req)
+	spec, err := SetupSpec(req)
 	if err != nil {
 		return nil, err
 	}
 	sc := req.Scenario
-	p := &Passive{role: sc.Role, recvDepth: sc.RecvDepth, timeout: timeout, spec: spec}
+	p := &Passive{role: passiveRole(sc.Role), recvDepth: sc.RecvDepth, timeout: timeout, spec: spec}
 	p.spec.defaults()
 	cfg := PairConfig{Transport: spec.Transport, QPs: sc.QPs, SlotSize: sc.SlotSize, SendDepth: sc.SendDepth,
 		RecvDepth: sc.RecvDepth, Inline: sc.Inline, SRQ: sc.SRQ}
@@ -114,7 +114,7 @@ func (p *Passive) Start() error {
 		return errors.New("rdmatest: the passive side is already started")
 	}
 	p.side.fillPatterns(&p.spec, true)
-	if p.role == "target" {
+	if p.role == roleTarget {
 		p.resp = &responder{stopFn: func() error { return nil }}
 		return nil
 	}
@@ -131,7 +131,7 @@ func (p *Passive) Start() error {
 func (p *Passive) Stop() (*oob.Stopped, error) {
 	err := p.resp.Stop() // the role's loop has returned: its counts are ours now
 	st := &oob.Stopped{}
-	if p.role == "sink" {
+	if p.role == roleSink {
 		st.Received = uint64(p.resp.res.Recvs)
 	}
 	p.resp = nil

@@ -18,39 +18,36 @@ import (
 // cannot take (a write-echo of size 0 or larger than its slot indexed
 // out of range).
 
-// SetupSpec is the Spec a Setup describes, and whether it is a streaming
-// run, as the client's side built it: the role decides streaming (sink:
-// streaming; echo and write-echo: latency; target: streaming). A role that no client side asks for with
+// SetupSpec is the Spec a Setup describes, as the client's side built
+// it: the role decides the kind (sink: stream; echo and write-echo:
+// latency; target: stream). A role that no client side asks for with
 // this verb is an error naming both. (A target serves READ and atomic
 // latency runs too; it is checked as a stream, the looser of the two.)
-func SetupSpec(req *oob.Setup) (Spec, bool, error) {
+func SetupSpec(req *oob.Setup) (Spec, error) {
 	sc := req.Scenario
 	op, err := verbs.ParseOpcode(sc.Op)
 	if err != nil {
-		return Spec{}, false, fmt.Errorf("rdmatest: setup: %w", err)
+		return Spec{}, fmt.Errorf("rdmatest: setup: %w", err)
 	}
 	transport, err := verbs.ParseTransport(sc.Transport)
 	if err != nil {
-		return Spec{}, false, fmt.Errorf("rdmatest: setup: %w", err)
+		return Spec{}, fmt.Errorf("rdmatest: setup: %w", err)
 	}
 	s := Spec{Op: op, Transport: transport, Size: sc.Size, QPs: sc.QPs, QD: sc.SendDepth,
 		Inline: sc.Inline > 0, SRQ: sc.SRQ}
 	s.HeaderOnly = sc.Size == 0 && (op == verbs.OpSendImm || op == verbs.OpWriteImm)
-	var streaming bool
-	switch sc.Role {
-	case "sink":
-		streaming = true
-	case "echo", "write-echo":
-		streaming = false
-	case "target":
-		streaming = true
+	switch passiveRole(sc.Role) {
+	case roleSink, roleTarget:
+		s.Kind = KindStream
+	case roleEcho, roleWriteEcho:
+		s.Kind = KindLatency
 	default:
-		return Spec{}, false, fmt.Errorf("rdmatest: setup: unknown role %q (sink, echo, write-echo, target)", trimName(sc.Role))
+		return Spec{}, fmt.Errorf("rdmatest: setup: unknown role %q (sink, echo, write-echo, target)", trimName(sc.Role))
 	}
-	if want := roleFor(&s, streaming); want != sc.Role {
-		return Spec{}, false, fmt.Errorf("rdmatest: setup: role %q does not serve %s (a client asks for %q with this verb)", sc.Role, op, want)
+	if want := roleFor(&s); string(want) != sc.Role {
+		return Spec{}, fmt.Errorf("rdmatest: setup: role %q does not serve %s (a client asks for %q with this verb)", sc.Role, op, want)
 	}
-	return s, streaming, nil
+	return s, nil
 }
 
 func trimName(s string) string {
@@ -71,7 +68,7 @@ func CheckSetup(req *oob.Setup, lim Limits) error {
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("rdmatest: setup: %w", err)
 	}
-	s, streaming, err := SetupSpec(req)
+	s, err := SetupSpec(req)
 	if err != nil {
 		return err
 	}
@@ -104,17 +101,10 @@ func CheckSetup(req *oob.Setup, lim Limits) error {
 		bad("registered memory %d bytes exceeds %s's max_mr_size %d", c.Registered, lim.Device, a.MaxMRSize)
 	}
 	lim.PortAttr.ActiveMTU = min(lim.PortAttr.ActiveMTU, req.MTU) // the path MTU both sides use
-	if err := s.CheckLimits(lim, streaming); err != nil {
-		errs = append(errs, fmt.Errorf("rdmatest: setup (%s %s %s, %s): %w", sc.Role, sc.Transport, sc.Op, streamingName(streaming), err))
+	if err := s.CheckLimits(lim); err != nil {
+		errs = append(errs, fmt.Errorf("rdmatest: setup (%s %s %s, %s): %w", sc.Role, sc.Transport, sc.Op, s.Kind, err))
 	}
 	return errors.Join(errs...)
-}
-
-func streamingName(streaming bool) string {
-	if streaming {
-		return "streaming"
-	}
-	return "latency"
 }
 
 // Cost is what a passive side for one Setup makes the peer create, for

@@ -23,7 +23,8 @@ func peerLimits() Limits {
 // with made-up endpoints.
 func clientSetup(s Spec, streaming bool) *oob.Setup {
 	s.defaults()
-	cfg := s.pairConfig(streaming)
+	s = withKind(s, streaming)
+	cfg := s.pairConfig()
 	cfg.defaults()
 	req := setupRequest(&cfg, 1024, 0x1234567)
 	for i := range cfg.QPs {
@@ -55,7 +56,7 @@ func TestCheckSetupAcceptsClients(t *testing.T) {
 	} {
 		req := clientSetup(tc.spec, tc.streaming)
 		t.Run(fmt.Sprintf("%s %s %s size=%d qps=%d", req.Scenario.Role, req.Scenario.Transport, req.Scenario.Op, req.Scenario.Size, req.Scenario.QPs), func(t *testing.T) {
-			require.NoError(t, tc.spec.CheckLimits(peerLimits(), tc.streaming), "precondition: the client's own check")
+			require.NoError(t, withKind(tc.spec, tc.streaming).CheckLimits(peerLimits()), "precondition: the client's own check")
 			assert.NoError(t, CheckSetup(req, peerLimits()))
 		})
 	}

@@ -14,12 +14,12 @@ import "runtime"
 // would share.
 
 // busyGoroutines is how many goroutines busy-poll during a Latency
-// (streaming false) or Stream (true) run of s on d: the requester's, and
+// or Stream run of s on d: the requester's, and
 // the passive side's unless a remote peer plays it or the NIC alone
 // serves the verb (READ, WRITE and atomics of a stream, READ and atomic
 // round trips).
-func (s *Spec) busyGoroutines(d *Dev, streaming bool) int {
-	if d.Opts.Peer == "" && (s.Bidir || roleFor(s, streaming) != "target") {
+func (s *Spec) busyGoroutines(d *Dev) int {
+	if d.Opts.Peer == "" && (s.Bidir || roleFor(s) != roleTarget) {
 		return 2
 	}
 	return 1

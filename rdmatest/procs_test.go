@@ -30,8 +30,9 @@ func TestBusyGoroutines(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, c.s.busyGoroutines(local, c.streaming))
-			assert.Equal(t, 1, c.s.busyGoroutines(remote, c.streaming), "a remote peer plays the passive side")
+			s := withKind(c.s, c.streaming)
+			assert.Equal(t, c.want, s.busyGoroutines(local))
+			assert.Equal(t, 1, s.busyGoroutines(remote), "a remote peer plays the passive side")
 		})
 	}
 }

@@ -121,17 +121,30 @@ func (r *remote) close() error {
 // responder wraps the peer's role as the loops' passive side.
 func (r *remote) responder() *responder { return &responder{stopFn: r.stop} }
 
-// roleFor names the peer's role for a spec: who answers what.
-func roleFor(s *Spec, streaming bool) string {
+// passiveRole is what side B plays: who answers what. On the wire
+// (oob.Scenario.Role) it is its string.
+type passiveRole string
+
+// The passive roles.
+const (
+	roleSink      passiveRole = "sink"       // consumes receives (streams of SEND, WRITE_WITH_IMM)
+	roleEcho      passiveRole = "echo"       // answers every receive with a SEND (ping-pong, RPC)
+	roleWriteEcho passiveRole = "write-echo" // answers every WRITE with a WRITE (ping-pong)
+	roleTarget    passiveRole = "target"     // nothing runs: the NIC serves READ, WRITE and atomics
+)
+
+// roleFor names the passive role for a spec.
+func roleFor(s *Spec) passiveRole {
+	stream := s.Kind == KindStream
 	switch {
-	case streaming && s.consumesRecv():
-		return "sink"
-	case !streaming && s.Op == verbs.OpWrite:
-		return "write-echo"
-	case !streaming && s.consumesRecv():
-		return "echo"
+	case stream && s.consumesRecv():
+		return roleSink
+	case !stream && s.Op == verbs.OpWrite:
+		return roleWriteEcho
+	case !stream && s.consumesRecv():
+		return roleEcho
 	default:
-		return "target"
+		return roleTarget
 	}
 }
 
@@ -184,7 +197,7 @@ func (p *Pair) openRemote(epA []verbs.Endpoint) error {
 func setupRequest(cfg *PairConfig, mtu int, qkey uint32) *oob.Setup {
 	return &oob.Setup{
 		Scenario: oob.Scenario{
-			Op: cfg.Spec.Op.String(), Transport: cfg.Transport.String(), Role: roleFor(cfg.Spec, cfg.Streaming), Size: cfg.Spec.Size,
+			Op: cfg.Spec.Op.String(), Transport: cfg.Transport.String(), Role: string(roleFor(cfg.Spec)), Size: cfg.Spec.Size,
 			QPs: cfg.QPs, SendDepth: cfg.SendDepth, RecvDepth: cfg.RecvDepth, SlotSize: cfg.SlotSize,
 			Inline: cfg.Inline, SRQ: cfg.SRQ,
 		},

@@ -29,10 +29,10 @@ func TestResponderStopTwice(t *testing.T) {
 // and a second Stop returns at once.
 func TestResponderStopsItsLoop(t *testing.T) {
 	d := Device(t)
-	s := Spec{Op: verbs.OpSend, Size: 64}
+	s := Spec{Kind: KindStream, Op: verbs.OpSend, Size: 64}
 	s.defaults()
-	p := NewPair(t, d, s.pairConfig(true))
-	cfg, ok := serveConfig(p.B, &s, "sink", 16, time.Minute)
+	p := NewPair(t, d, s.pairConfig())
+	cfg, ok := serveConfig(p.B, &s, roleSink, 16, time.Minute)
 	require.True(t, ok)
 	r, err := startServe(cfg, -1)
 	require.NoError(t, err)

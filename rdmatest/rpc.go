@@ -46,7 +46,8 @@ func (s Spec) CheckRPC(d Limits) error {
 		return fmt.Errorf("rdmatest: echo RPCs take a verb, transport, size, window (qd) and inline only: batch %d, signal %d, qps %d, event, srq, bidir, inbound, threads and header-only do not apply",
 			s.Batch, s.Signal, s.QPs)
 	}
-	if err := s.CheckLimits(d, false); err != nil {
+	s.Kind = KindRPC
+	if err := s.CheckLimits(d); err != nil {
 		return err
 	}
 	if s.QD > maxWindow {
@@ -117,7 +118,7 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 			Req: req.B.inByte(0, 0), Resp: rp.B.outByte(0, 0), Window: s.QD, Stride: stride, Size: s.Size,
 			Timeout: timeout, Idle: timeout}
 	} else {
-		server, _ = serveConfig(req.B, &s, "echo", req.Cfg.RecvDepth, timeout)
+		server, _ = serveConfig(req.B, &s, roleEcho, req.Cfg.RecvDepth, timeout)
 	}
 	resp, err := startServe(server, cpus[1])
 	if err != nil {

@@ -8,9 +8,38 @@ import (
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
+// Kind is what a Spec measures: the runner that takes it and the rules
+// that apply (see CheckLimits). Latency, Stream and EchoRPC set it.
+type Kind int
+
+// Kinds of measurement.
+const (
+	// KindLatency is one operation at a time (Latency).
+	KindLatency Kind = iota + 1
+	// KindStream is a stream with QD operations outstanding (Stream).
+	KindStream
+	// KindRPC is echo RPCs with a window of QD (EchoRPC).
+	KindRPC
+)
+
+// String returns "latency", "stream" or "rpc".
+func (k Kind) String() string {
+	switch k {
+	case KindLatency:
+		return "latency"
+	case KindStream:
+		return "stream"
+	case KindRPC:
+		return "rpc"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
 // Spec is one measured scenario: which verb, over which transport, with
 // which knobs. The zero values of the knobs are perftest's defaults.
 type Spec struct {
+	// Kind is what is measured; the runner sets it.
+	Kind Kind
 	// Op is the requester's verb: OpSend, OpSendImm, OpWrite, OpWriteImm,
 	// OpRead, OpFetchAdd or OpCmpSwap.
 	Op        verbs.Opcode
@@ -146,105 +175,214 @@ func (d *Dev) Limits() Limits {
 // CheckLimits. With a remote peer, the variants whose passive side does
 // more than a peer offers (bidir, inbound counting, threads) are
 // *Unsupported.
-func (s Spec) Check(d *Dev, streaming bool) error {
+func (s Spec) Check(d *Dev) error {
 	if d.Opts.Peer != "" && (s.Bidir || s.Inbound || s.Threads > 1) {
 		return unsupported("bidir, side=responder and threads run with both sides in this process, not with a remote peer (-rdma.peer)")
 	}
-	return s.CheckLimits(d.Limits(), streaming)
+	return s.CheckLimits(d.Limits())
 }
 
-// CheckLimits validates s against a device's limits. Malformed values
-// (negative or zero counts, batch above depth…) are plain errors naming
-// the value and the limit; combinations the verb, transport or device
-// cannot do are *Unsupported.
-func (s Spec) CheckLimits(d Limits, streaming bool) error {
+// CheckLimits validates s against a device's limits, rule by rule (see
+// valueRules and deviceRules). Malformed values (negative or zero counts,
+// batch above depth…) are plain errors naming the value and the limit,
+// all of them at once; then the first combination the verb, transport or
+// device cannot do is an *Unsupported (or, for a limit of the device, a
+// plain error naming it).
+func (s Spec) CheckLimits(d Limits) error {
 	s.defaults()
+	if s.Kind < KindLatency || s.Kind > KindRPC {
+		return fmt.Errorf("rdmatest: spec of kind %v: want latency, stream or rpc (Latency, Stream and EchoRPC set it)", s.Kind)
+	}
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("rdmatest: "+format, a...)) }
-	switch {
-	case s.HeaderOnly && s.Size != 0:
-		bad("header-only messages carry no payload: size %d must be 0", s.Size)
-	case s.HeaderOnly && s.Op != verbs.OpSendImm && s.Op != verbs.OpWriteImm:
-		bad("header-only needs a verb with immediate data (SEND_WITH_IMM or RDMA_WRITE_WITH_IMM), not %s", s.Op)
-	case !s.HeaderOnly && s.Size < 1:
-		bad("message size %d must be at least 1 byte (size 0 only with HeaderOnly)", s.Size)
-	}
-	if s.QPs < 1 {
-		bad("qps %d must be at least 1", s.QPs)
-	}
-	if s.QD < 1 {
-		bad("qd %d must be at least 1", s.QD)
-	}
-	if s.Batch < 1 {
-		bad("batch %d must be at least 1", s.Batch)
-	}
-	if s.Signal < 1 {
-		bad("signal interval %d must be at least 1", s.Signal)
-	}
-	if streaming {
-		if s.Batch > s.QD {
-			bad("batch %d exceeds qd %d (WRs per post cannot exceed the outstanding WRs allowed)", s.Batch, s.QD)
+	for _, r := range valueRules {
+		if err := r.check(&s, &d); err != nil {
+			errs = append(errs, err)
 		}
-		if s.Signal > s.QD {
-			bad("signal interval %d exceeds qd %d (the send queue would fill before a completion is asked for)", s.Signal, s.QD)
-		}
-		if s.SignalRules && s.Batch > s.Signal {
-			bad("batch %d exceeds the signal interval %d (rdma_bench's invariant postlist ≤ unsig_batch)", s.Batch, s.Signal)
-		}
-		if s.SignalRules && s.QD < 2*s.Signal {
-			bad("send-queue depth (qd) %d is below 2 × signal interval %d = %d (rdma_bench's invariant sq_depth ≥ 2·unsig_batch)", s.QD, s.Signal, 2*s.Signal)
-		}
-	}
-	if s.isAtomic() {
-		if s.Counters < 1 {
-			bad("counters %d must be at least 1", s.Counters)
-		}
-		if s.Stride < 8 || s.Stride%8 != 0 {
-			bad("counter stride %d must be a positive multiple of 8 bytes (atomics are 8-byte aligned)", s.Stride)
-		}
-	} else if s.Counters > 1 || s.Stride != 0 {
-		bad("counters %d and stride %d apply to atomics only, not %s", s.Counters, s.Stride, s.Op)
-	}
-	if s.Threads < 0 {
-		bad("threads %d must be at least 0 (0: one stream in the benchmark's goroutine)", s.Threads)
-	}
-	if s.Threads > 0 && (s.Bidir || s.Inbound || !streaming) {
-		bad("threads %d applies to one-way streams only (not with bidir, inbound or latency runs)", s.Threads)
-	}
-	if s.Bidir && !streaming {
-		bad("bidir applies to streaming runs only")
-	}
-	if s.Inbound && s.Bidir {
-		bad("inbound and bidir cannot be combined (both sides are requesters)")
-	}
-	switch {
-	case s.Gap < 0 || s.Gap > time.Second:
-		bad("gap %v must be 0 … 1s", s.Gap)
-	case s.Gap > 0 && streaming:
-		bad("a gap between round trips applies to latency runs, not streams")
-	}
-	switch {
-	case s.Load < 0 || s.Load > 1:
-		bad("offered load %g must be a fraction of the peak rate in (0, 1]", s.Load)
-	case s.Load > 0 && (!streaming || s.Bidir || s.Inbound || s.Threads > 0 || s.isAtomic()):
-		bad("an offered load applies to one-way streams of SEND, WRITE or READ (not latency runs, bidir, inbound, threads or atomics)")
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	a := d.Attr
-	if s.QD > a.MaxQPWR {
-		return fmt.Errorf("rdmatest: qd %d exceeds %s's max_qp_wr %d", s.QD, d.Device, a.MaxQPWR)
+	for _, r := range deviceRules {
+		if err := r.check(&s, &d); err != nil {
+			return err
+		}
 	}
-	if s.QPs > a.MaxQP/2 {
-		return fmt.Errorf("rdmatest: qps %d needs %d QPs (two sides), above %s's max_qp %d", s.QPs, 2*s.QPs, d.Device, a.MaxQP)
+	return nil
+}
+
+// rule is one named check of a Spec against a device's limits.
+type rule struct {
+	name  string
+	check func(s *Spec, d *Limits) error
+}
+
+// valueRules refuse malformed values and combinations of knobs, whatever
+// the device; CheckLimits reports every one that fails.
+var valueRules = []rule{
+	{"size", checkSize},
+	{"counts", checkCounts},
+	{"window", checkWindow},
+	{"signal rules", checkSignalRules},
+	{"counters", checkAtomicCounters},
+	{"threads", checkThreads},
+	{"bidir", checkBidir},
+	{"gap", checkGap},
+	{"load", checkLoad},
+}
+
+// deviceRules refuse what this device, verb or transport cannot do;
+// CheckLimits reports the first that fails.
+var deviceRules = []rule{
+	{"device depth", checkDeviceDepth},
+	{"device QPs", checkDeviceQPs},
+	{"message size", checkMsgSize},
+	{"transport", checkTransport},
+	{"counter span", checkCounterSpan},
+	{"atomics", checkAtomics},
+	{"inline", checkInline},
+	{"srq", checkSRQ},
+	{"inbound", checkInbound},
+	{"latency QPs", checkLatencyQPs},
+	{"event", checkEvent},
+}
+
+func bad(format string, a ...any) error { return fmt.Errorf("rdmatest: "+format, a...) }
+
+func checkSize(s *Spec, _ *Limits) error {
+	switch {
+	case s.HeaderOnly && s.Size != 0:
+		return bad("header-only messages carry no payload: size %d must be 0", s.Size)
+	case s.HeaderOnly && s.Op != verbs.OpSendImm && s.Op != verbs.OpWriteImm:
+		return bad("header-only needs a verb with immediate data (SEND_WITH_IMM or RDMA_WRITE_WITH_IMM), not %s", s.Op)
+	case !s.HeaderOnly && s.Size < 1:
+		return bad("message size %d must be at least 1 byte (size 0 only with HeaderOnly)", s.Size)
 	}
-	if t := max(s.Threads, 1); t*s.QPs > a.MaxQP/2 {
-		return fmt.Errorf("rdmatest: threads %d × qps %d needs %d QPs (two sides), above %s's max_qp %d", t, s.QPs, 2*t*s.QPs, d.Device, a.MaxQP)
+	return nil
+}
+
+func checkCounts(s *Spec, _ *Limits) error {
+	var errs []error
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"qps", s.QPs}, {"qd", s.QD}, {"batch", s.Batch}, {"signal interval", s.Signal}} {
+		if c.v < 1 {
+			errs = append(errs, bad("%s %d must be at least 1", c.name, c.v))
+		}
 	}
+	return errors.Join(errs...)
+}
+
+func checkWindow(s *Spec, _ *Limits) error {
+	if s.Kind != KindStream {
+		return nil
+	}
+	var errs []error
+	if s.Batch > s.QD {
+		errs = append(errs, bad("batch %d exceeds qd %d (WRs per post cannot exceed the outstanding WRs allowed)", s.Batch, s.QD))
+	}
+	if s.Signal > s.QD {
+		errs = append(errs, bad("signal interval %d exceeds qd %d (the send queue would fill before a completion is asked for)", s.Signal, s.QD))
+	}
+	return errors.Join(errs...)
+}
+
+func checkSignalRules(s *Spec, _ *Limits) error {
+	if s.Kind != KindStream || !s.SignalRules {
+		return nil
+	}
+	var errs []error
+	if s.Batch > s.Signal {
+		errs = append(errs, bad("batch %d exceeds the signal interval %d (rdma_bench's invariant postlist ≤ unsig_batch)", s.Batch, s.Signal))
+	}
+	if s.QD < 2*s.Signal {
+		errs = append(errs, bad("send-queue depth (qd) %d is below 2 × signal interval %d = %d (rdma_bench's invariant sq_depth ≥ 2·unsig_batch)", s.QD, s.Signal, 2*s.Signal))
+	}
+	return errors.Join(errs...)
+}
+
+func checkAtomicCounters(s *Spec, _ *Limits) error {
+	if !s.isAtomic() {
+		if s.Counters > 1 || s.Stride != 0 {
+			return bad("counters %d and stride %d apply to atomics only, not %s", s.Counters, s.Stride, s.Op)
+		}
+		return nil
+	}
+	var errs []error
+	if s.Counters < 1 {
+		errs = append(errs, bad("counters %d must be at least 1", s.Counters))
+	}
+	if s.Stride < 8 || s.Stride%8 != 0 {
+		errs = append(errs, bad("counter stride %d must be a positive multiple of 8 bytes (atomics are 8-byte aligned)", s.Stride))
+	}
+	return errors.Join(errs...)
+}
+
+func checkThreads(s *Spec, _ *Limits) error {
+	switch {
+	case s.Threads < 0:
+		return bad("threads %d must be at least 0 (0: one stream in the benchmark's goroutine)", s.Threads)
+	case s.Threads > 0 && (s.Bidir || s.Inbound || s.Kind != KindStream):
+		return bad("threads %d applies to one-way streams only (not with bidir, inbound or latency runs)", s.Threads)
+	}
+	return nil
+}
+
+func checkBidir(s *Spec, _ *Limits) error {
+	switch {
+	case s.Bidir && s.Kind != KindStream:
+		return bad("bidir applies to streaming runs only")
+	case s.Inbound && s.Bidir:
+		return bad("inbound and bidir cannot be combined (both sides are requesters)")
+	}
+	return nil
+}
+
+func checkGap(s *Spec, _ *Limits) error {
+	switch {
+	case s.Gap < 0 || s.Gap > time.Second:
+		return bad("gap %v must be 0 … 1s", s.Gap)
+	case s.Gap > 0 && s.Kind != KindLatency:
+		return bad("a gap between round trips applies to latency runs, not streams")
+	}
+	return nil
+}
+
+func checkLoad(s *Spec, _ *Limits) error {
+	switch {
+	case s.Load < 0 || s.Load > 1:
+		return bad("offered load %g must be a fraction of the peak rate in (0, 1]", s.Load)
+	case s.Load > 0 && (s.Kind != KindStream || s.Bidir || s.Inbound || s.Threads > 0 || s.isAtomic()):
+		return bad("an offered load applies to one-way streams of SEND, WRITE or READ (not latency runs, bidir, inbound, threads or atomics)")
+	}
+	return nil
+}
+
+func checkDeviceDepth(s *Spec, d *Limits) error {
+	if s.QD > d.Attr.MaxQPWR {
+		return bad("qd %d exceeds %s's max_qp_wr %d", s.QD, d.Device, d.Attr.MaxQPWR)
+	}
+	return nil
+}
+
+func checkDeviceQPs(s *Spec, d *Limits) error {
+	if s.QPs > d.Attr.MaxQP/2 {
+		return bad("qps %d needs %d QPs (two sides), above %s's max_qp %d", s.QPs, 2*s.QPs, d.Device, d.Attr.MaxQP)
+	}
+	if t := max(s.Threads, 1); t*s.QPs > d.Attr.MaxQP/2 {
+		return bad("threads %d × qps %d needs %d QPs (two sides), above %s's max_qp %d", t, s.QPs, 2*t*s.QPs, d.Device, d.Attr.MaxQP)
+	}
+	return nil
+}
+
+func checkMsgSize(s *Spec, d *Limits) error {
 	if max := d.PortAttr.MaxMsgSize; uint64(s.Size) > uint64(max) {
 		return unsupported("size %d exceeds %s port %d max_msg_sz %d", s.Size, d.Device, d.Port, max)
 	}
+	return nil
+}
+
+func checkTransport(s *Spec, d *Limits) error {
 	switch s.Transport {
 	case verbs.TransportUC:
 		if !(s.isSend() || s.Op == verbs.OpWrite || s.Op == verbs.OpWriteImm) {
@@ -258,49 +396,79 @@ func (s Spec) CheckLimits(d Limits, streaming bool) error {
 			return unsupported("UD message size %d exceeds the path MTU %d", s.Size, mtu)
 		}
 	}
+	return nil
+}
+
+func checkCounterSpan(s *Spec, _ *Limits) error {
 	if span := s.counterSpan(); s.isAtomic() && span > MaxSize {
-		return fmt.Errorf("rdmatest: %d counters %d bytes apart span %d bytes, above %d", s.Counters, s.Stride, span, MaxSize)
+		return bad("%d counters %d bytes apart span %d bytes, above %d", s.Counters, s.Stride, span, MaxSize)
 	}
-	if s.isAtomic() {
-		if a.AtomicCap == verbs.AtomicNone {
-			return unsupported("%s has no atomic support", d.Device)
-		}
-		if s.Size != 8 {
-			return fmt.Errorf("rdmatest: atomic operations move exactly 8 bytes, not %d", s.Size)
-		}
+	return nil
+}
+
+func checkAtomics(s *Spec, d *Limits) error {
+	if !s.isAtomic() {
+		return nil
 	}
-	if s.Inline {
-		if s.Op == verbs.OpRead || s.isAtomic() {
-			return unsupported("inline does not apply to %s (no outgoing payload)", s.Op)
-		}
-		if s.Size > a.MaxInline {
-			return unsupported("inline size %d exceeds %s's max_inline_data %d", s.Size, d.Device, a.MaxInline)
-		}
+	if d.Attr.AtomicCap == verbs.AtomicNone {
+		return unsupported("%s has no atomic support", d.Device)
 	}
+	if s.Size != 8 {
+		return bad("atomic operations move exactly 8 bytes, not %d", s.Size)
+	}
+	return nil
+}
+
+func checkInline(s *Spec, d *Limits) error {
+	if !s.Inline {
+		return nil
+	}
+	if s.Op == verbs.OpRead || s.isAtomic() {
+		return unsupported("inline does not apply to %s (no outgoing payload)", s.Op)
+	}
+	if s.Size > d.Attr.MaxInline {
+		return unsupported("inline size %d exceeds %s's max_inline_data %d", s.Size, d.Device, d.Attr.MaxInline)
+	}
+	return nil
+}
+
+func checkSRQ(s *Spec, _ *Limits) error {
 	if s.SRQ && !s.consumesRecv() {
 		return unsupported("an SRQ only matters for verbs that consume a receive, not %s", s.Op)
 	}
-	if s.Inbound && (!streaming || !s.consumesRecv()) {
+	return nil
+}
+
+func checkInbound(s *Spec, _ *Limits) error {
+	if s.Inbound && (s.Kind != KindStream || !s.consumesRecv()) {
 		return unsupported("the inbound rate is counted by the passive side's receive completions: it needs a stream of a verb that consumes a receive (SEND, SEND_WITH_IMM, RDMA_WRITE_WITH_IMM), not %s", s.Op)
 	}
-	if !streaming && s.QPs > 1 {
+	return nil
+}
+
+func checkLatencyQPs(s *Spec, _ *Limits) error {
+	if s.Kind != KindStream && s.QPs > 1 {
 		return unsupported("latency is measured on one QP, not %d", s.QPs)
 	}
-	if s.Event && (s.Op == verbs.OpWrite) && !streaming {
+	return nil
+}
+
+func checkEvent(s *Spec, _ *Limits) error {
+	if s.Event && s.Op == verbs.OpWrite && s.Kind != KindStream {
 		return unsupported("write latency waits on memory, not on completions: event mode does not apply")
 	}
 	return nil
 }
 
 // pairConfig is the pair a spec needs.
-func (s Spec) pairConfig(streaming bool) PairConfig {
+func (s Spec) pairConfig() PairConfig {
 	// Latency runs keep up to 64 unsignaled sends in flight (one in 32
 	// signaled), so the loop never waits for its own send completions.
 	c := PairConfig{Transport: s.Transport, QPs: s.QPs, SlotSize: s.counterSpan(), SRQ: s.SRQ, Event: s.Event, SendDepth: 64}
-	if streaming {
+	if s.Kind == KindStream {
 		c.SendDepth = s.QD + 1 // +1 for the final completion marker
 	}
-	c.Spec, c.Streaming = &s, streaming
+	c.Spec = &s
 	if s.Inline {
 		c.Inline = s.Size
 	}

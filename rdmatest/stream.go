@@ -44,19 +44,19 @@ import (
 func Stream(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
 	s.defaults()
-	if err := s.Check(d, true); err != nil {
+	if err := s.Check(d); err != nil {
 		skipOrFail(b, err)
 	}
 	if s.Threads > 0 { // may oversubscribe on purpose: see streamThreads
 		streamThreads(b, d, s)
 		return
 	}
-	busy := s.busyGoroutines(d, true)
+	busy := s.busyGoroutines(d)
 	if err := checkProcs(busy); err != nil {
 		b.Skip(err)
 	}
 	b.ReportAllocs()
-	p := NewPair(b, d, s.pairConfig(true))
+	p := NewPair(b, d, s.pairConfig())
 	defer p.close()
 	p.fillPatterns(&s)
 	cpus := d.loopCPUs(busy)
@@ -64,7 +64,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	var resp *responder
 	var err error
 	if !s.Bidir {
-		if resp, err = p.startPassive(&s, true, cpus[1]); err != nil {
+		if resp, err = p.startPassive(&s, cpus[1]); err != nil {
 			b.Fatal(err)
 		}
 	}

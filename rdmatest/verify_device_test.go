@@ -20,10 +20,11 @@ import (
 func latencyRun(t *testing.T, d *Dev, s Spec, n int64, corrupt func(p *Pair)) (loopErr, verifyErr error) {
 	t.Helper()
 	s.defaults()
-	require.NoError(t, s.Check(d, false))
-	p := NewPair(t, d, s.pairConfig(false))
+	s.Kind = KindLatency
+	require.NoError(t, s.Check(d))
+	p := NewPair(t, d, s.pairConfig())
 	p.fillPatterns(&s)
-	resp, err := p.startPassive(&s, false, -1)
+	resp, err := p.startPassive(&s, -1)
 	require.NoError(t, err)
 	ping, err := newPing(p, &s, n, d.Opts.Timeout)
 	require.NoError(t, err)
@@ -78,14 +79,15 @@ func TestVerifyLatencyCatchesWrongResults(t *testing.T) {
 func streamRun(t *testing.T, d *Dev, s Spec, n int64, corrupt func(p *Pair)) (error, *sinkReport) {
 	t.Helper()
 	s.defaults()
-	require.NoError(t, s.Check(d, true))
-	p := NewPair(t, d, s.pairConfig(true))
+	s.Kind = KindStream
+	require.NoError(t, s.Check(d))
+	p := NewPair(t, d, s.pairConfig())
 	p.fillPatterns(&s)
 	corrupt(p)
 	l, err := newStreamLoop(p, p.A, &s, n, 0)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, l.Close()) })
-	resp, err := p.startPassive(&s, true, -1)
+	resp, err := p.startPassive(&s, -1)
 	require.NoError(t, err)
 	_, err = readyLoop(l, -1).result()
 	require.NoError(t, err)
@@ -126,8 +128,9 @@ func TestVerifyCountsDroppedUD(t *testing.T) {
 	d := Device(t)
 	s := Spec{Op: verbs.OpSend, Transport: verbs.TransportUD, Size: 64, QD: 16}
 	s.defaults()
-	require.NoError(t, s.Check(d, true))
-	p := NewPair(t, d, s.pairConfig(true))
+	s.Kind = KindStream
+	require.NoError(t, s.Check(d))
+	p := NewPair(t, d, s.pairConfig())
 	p.fillPatterns(&s)
 	// A sink with 3 receives posted, started only after the stream: the
 	// other 97 messages find no receive.

@@ -64,8 +64,9 @@ func echoPair(t *testing.T, d *Dev, size int) (*Pair, *Spec) {
 	t.Helper()
 	s := Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: size}
 	s.defaults()
-	require.NoError(t, s.Check(d, false))
-	p := NewPair(t, d, s.pairConfig(false))
+	s.Kind = KindLatency
+	require.NoError(t, s.Check(d))
+	p := NewPair(t, d, s.pairConfig())
 	require.NotNil(t, p.remote, "the pair must use the remote peer")
 	return p, &s
 }
