@@ -30,6 +30,7 @@
 //	stride     … this many bytes apart
 //	threads    goroutines, each on its own OS thread with its own QPs
 //	side       requester (outbound) or responder (inbound) rate
+//	mtu        path MTU in bytes (perftest -m; above the port's active MTU: skipped)
 //	page       4K or huge pages (control path)
 //	depth      queue depth of created CQs/QPs (control path)
 //

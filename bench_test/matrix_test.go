@@ -54,6 +54,7 @@ type axes struct {
 	side      []bool // true: the rate seen at the responder (Spec.Inbound)
 	rate      []int  // offered load, percent of the measured peak (Spec.Load)
 	gap       []time.Duration
+	mtu       []int // path MTU in bytes (Spec.MTU)
 }
 
 var (
@@ -153,6 +154,7 @@ func points(op verbs.Opcode, v axes) []case_ {
 		return map[bool]string{false: "requester", true: "responder"}[v.side[i]]
 	})
 	dim("gap", len(v.gap), func(c *case_, i int) string { c.spec.Gap = v.gap[i]; return v.gap[i].String() })
+	dim("mtu", len(v.mtu), func(c *case_, i int) string { c.spec.MTU = v.mtu[i]; return fmt.Sprint(v.mtu[i]) })
 	dim("rate", len(v.rate), func(c *case_, i int) string {
 		c.spec.Load = float64(v.rate[i]) / 100
 		return fmt.Sprint(v.rate[i]) + "%"

@@ -34,7 +34,7 @@ var benchmarks = []func(*testing.B){
 	// load_test.go
 	BenchmarkSendLoad, BenchmarkWriteLoad,
 	// perftest_test.go
-	BenchmarkSendLat, BenchmarkWriteLat, BenchmarkWriteLatGap, BenchmarkReadLat, BenchmarkAtomicLat,
+	BenchmarkSendLat, BenchmarkWriteLat, BenchmarkWriteLatGap, BenchmarkWriteLatMTU, BenchmarkReadLat, BenchmarkAtomicLat,
 	BenchmarkSendBW, BenchmarkWriteBW, BenchmarkReadBW, BenchmarkAtomicBW,
 }
 

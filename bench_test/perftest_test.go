@@ -33,6 +33,13 @@ func BenchmarkWriteLatGap(b *testing.B) {
 	latency(b, verbs.OpWrite, axes{transport: rc, size: []int{8}, gap: []time.Duration{0, 10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond}})
 }
 
+// BenchmarkWriteLatMTU is ib_write_lat -m: a 4 KiB WRITE ping-pong at
+// several path MTUs (the message in 4096/MTU packets); MTUs above the
+// port's active MTU are skipped with the reason.
+func BenchmarkWriteLatMTU(b *testing.B) {
+	latency(b, verbs.OpWrite, axes{transport: rc, size: []int{4096}, mtu: full([]int{256, 1024}, []int{256, 512, 1024, 2048, 4096})})
+}
+
 func BenchmarkReadLat(b *testing.B) {
 	latency(b, verbs.OpRead, axes{transport: rc, size: []int{8, 4096}, event: []bool{false, true}})
 }

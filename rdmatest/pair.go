@@ -31,6 +31,8 @@ type PairConfig struct {
 	SRQ bool
 	// Event gives each side's CQ a completion channel (event mode).
 	Event bool
+	// MTU is the path MTU in bytes (0: the port's active MTU).
+	MTU int
 	// Spec describes the measurement, for a remote peer (-rdma.peer),
 	// which must know which passive role to play.
 	Spec *Spec
@@ -296,10 +298,10 @@ func (p *Pair) open() error {
 	if err != nil {
 		return err
 	}
-	if err := p.A.Connect(d, p.PD, &p.res, cfg.Transport, epA, epB, p.B.Targets(), allAccess, 0); err != nil {
+	if err := p.A.Connect(d, p.PD, &p.res, cfg.Transport, epA, epB, p.B.Targets(), allAccess, cfg.MTU); err != nil {
 		return err
 	}
-	return p.B.Connect(d, p.PD, &p.res, cfg.Transport, epB, epA, p.A.Targets(), allAccess, 0)
+	return p.B.Connect(d, p.PD, &p.res, cfg.Transport, epB, epA, p.A.Targets(), allAccess, cfg.MTU)
 }
 
 func (p *Pair) close() error {

@@ -1,6 +1,7 @@
 package rdmatest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -167,7 +168,7 @@ func (p *Pair) openRemote(epA []verbs.Endpoint) error {
 		return err
 	}
 	p.remote = r
-	req := setupRequest(&cfg, d.PortAttr.ActiveMTU, p.A.QKey)
+	req := setupRequest(&cfg, cmp.Or(cfg.MTU, d.PortAttr.ActiveMTU), p.A.QKey)
 	r.role = req.Scenario.Role
 	for i, ep := range epA {
 		req.Endpoints = append(req.Endpoints, toOOB(ep))

@@ -39,6 +39,7 @@ func TestEveryRuleRefuses(t *testing.T) {
 		"device depth": {bad: Spec{Kind: str, Op: write, Size: 8, QD: 1 << 21}, want: []string{"qd 2097152", "max_qp_wr 1048576"}, good: Spec{Kind: str, Op: write, Size: 8, QD: 1 << 20}},
 		"device QPs":   {bad: Spec{Kind: str, Op: write, Size: 8, QPs: 600000}, want: []string{"qps 600000", "max_qp 1048560"}, good: Spec{Kind: str, Op: write, Size: 8, QPs: 1000}},
 		"message size": {bad: Spec{Kind: str, Op: write, Size: 16 << 20}, want: []string{"size 16777216", "max_msg_sz 8388608"}, good: Spec{Kind: str, Op: write, Size: 8 << 20}},
+		"mtu":          {bad: Spec{Kind: lat, Op: write, Size: 8, MTU: 2048}, want: []string{"mtu 2048", "active MTU 1024"}, good: Spec{Kind: lat, Op: write, Size: 8, MTU: 512}},
 		"transport":    {bad: Spec{Kind: str, Op: write, Size: 8, Transport: verbs.TransportUD}, want: []string{"UD supports SEND only", "RDMA_WRITE"}, good: Spec{Kind: str, Op: send, Size: 8, Transport: verbs.TransportUD}},
 		"counter span": {bad: Spec{Kind: str, Op: fadd, Counters: 1 << 24, Stride: 128}, want: []string{"span 2147483528 bytes", "above 1073741824"}, good: Spec{Kind: str, Op: fadd, Counters: 1 << 20, Stride: 128}},
 		"atomics":      {bad: Spec{Kind: str, Op: fadd}, lim: &noAtomics, want: []string{"rxe0", "no atomic support"}, good: Spec{Kind: str, Op: fadd}},

@@ -1,6 +1,7 @@
 package rdmatest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -96,6 +97,9 @@ type Spec struct {
 	// spinning on the clock (perftest --latency_gap): on real NICs it
 	// changes the tail (power states, caches going cold).
 	Gap time.Duration
+	// MTU is the path MTU in bytes (perftest -m): 256, 512, 1024, 2048
+	// or 4096, at most the port's active MTU; 0 = the active MTU.
+	MTU int
 	// Load (streaming), when positive, makes the stream open-loop at
 	// this fraction of the peak rate (0 < Load ≤ 1): the peak is measured
 	// first on the same pair, closed-loop; see Stream.
@@ -236,6 +240,7 @@ var deviceRules = []rule{
 	{"device depth", checkDeviceDepth},
 	{"device QPs", checkDeviceQPs},
 	{"message size", checkMsgSize},
+	{"mtu", checkMTU},
 	{"transport", checkTransport},
 	{"counter span", checkCounterSpan},
 	{"atomics", checkAtomics},
@@ -382,6 +387,18 @@ func checkMsgSize(s *Spec, d *Limits) error {
 	return nil
 }
 
+func checkMTU(s *Spec, d *Limits) error {
+	switch {
+	case s.MTU == 0:
+		return nil
+	case s.MTU < 256 || s.MTU > 4096 || s.MTU&(s.MTU-1) != 0:
+		return bad("mtu %d must be 256, 512, 1024, 2048 or 4096 bytes (0: the port's active MTU)", s.MTU)
+	case s.MTU > d.PortAttr.ActiveMTU:
+		return unsupported("mtu %d exceeds %s port %d's active MTU %d", s.MTU, d.Device, d.Port, d.PortAttr.ActiveMTU)
+	}
+	return nil
+}
+
 func checkTransport(s *Spec, d *Limits) error {
 	switch s.Transport {
 	case verbs.TransportUC:
@@ -392,7 +409,7 @@ func checkTransport(s *Spec, d *Limits) error {
 		if !s.isSend() {
 			return unsupported("UD supports SEND only, not %s", s.Op)
 		}
-		if mtu := d.PortAttr.ActiveMTU; s.Size > mtu {
+		if mtu := cmp.Or(s.MTU, d.PortAttr.ActiveMTU); s.Size > mtu {
 			return unsupported("UD message size %d exceeds the path MTU %d", s.Size, mtu)
 		}
 	}
@@ -464,7 +481,7 @@ func checkEvent(s *Spec, _ *Limits) error {
 func (s Spec) pairConfig() PairConfig {
 	// Latency runs keep up to 64 unsignaled sends in flight (one in 32
 	// signaled), so the loop never waits for its own send completions.
-	c := PairConfig{Transport: s.Transport, QPs: s.QPs, SlotSize: s.counterSpan(), SRQ: s.SRQ, Event: s.Event, SendDepth: 64}
+	c := PairConfig{Transport: s.Transport, QPs: s.QPs, SlotSize: s.counterSpan(), SRQ: s.SRQ, Event: s.Event, SendDepth: 64, MTU: s.MTU}
 	if s.Kind == KindStream {
 		c.SendDepth = s.QD + 1 // +1 for the final completion marker
 	}
