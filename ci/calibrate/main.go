@@ -28,6 +28,14 @@
 // outside it with probability 2·2^-runs (97% confidence for 6 pairs,
 // 99.8% for 10), whatever the noise's distribution.
 //
+// With -control (make calibrate passes it), write_lat has a third
+// contestant: ci/cping, rdmabench's own C loops (verbs/loop.c) over the
+// WriteLat setup in a process without the Go runtime. Its rows, "write_lat
+// 8 B [C-only control]", give its ratio to perftest: what the benchmark
+// adds beyond it is what the Go process around the same loop costs. The
+// three then run in rotated order (perftest, benchmark, control;
+// benchmark, control, perftest; …).
+//
 // Units: perftest prints bandwidth in MiB/s (2^20 bytes/s; versions
 // before PR #257 label the same unit [MB/sec]); rdmabench prints MB/s =
 // 10^6 bytes/s. The table shows both in MB/s = 10^6 bytes/s (perftest's
