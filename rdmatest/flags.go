@@ -113,27 +113,20 @@ func env(k, def string) string {
 
 // envInt and envDuration return def when k is unset; a malformed value
 // is recorded for Opts to report.
-func envInt(k string, def int) int {
-	s, ok := os.LookupEnv(k)
-	if !ok {
-		return def
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		envErrs = append(envErrs, fmt.Errorf("rdmatest: %s=%q is not an integer", k, s))
-		return def
-	}
-	return v
-}
+func envInt(k string, def int) int { return envParse(k, def, strconv.Atoi, "an integer") }
 
 func envDuration(k string, def time.Duration) time.Duration {
+	return envParse(k, def, time.ParseDuration, "a duration (e.g. 10s)")
+}
+
+func envParse[T any](k string, def T, parse func(string) (T, error), what string) T {
 	s, ok := os.LookupEnv(k)
 	if !ok {
 		return def
 	}
-	v, err := time.ParseDuration(s)
+	v, err := parse(s)
 	if err != nil {
-		envErrs = append(envErrs, fmt.Errorf("rdmatest: %s=%q is not a duration (e.g. 10s)", k, s))
+		envErrs = append(envErrs, fmt.Errorf("rdmatest: %s=%q is not %s", k, s, what))
 		return def
 	}
 	return v

@@ -8,6 +8,17 @@ import (
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
+// begin makes s a spec of kind k with its defaults and checks it against
+// d: an unsupported combination skips b, an invalid one fails it.
+func (s *Spec) begin(b *testing.B, d *Dev, k Kind) {
+	b.Helper()
+	s.Kind = k
+	s.defaults()
+	if err := s.Check(d); err != nil {
+		skipOrFail(b, err)
+	}
+}
+
 // skipOrFail skips b for an *Unsupported error and fails it otherwise.
 func skipOrFail(tb testing.TB, err error) {
 	tb.Helper()
@@ -59,11 +70,7 @@ func recvBytes(s *Spec) int {
 // fail.
 func Latency(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
-	s.Kind = KindLatency
-	s.defaults()
-	if err := s.Check(d); err != nil {
-		skipOrFail(b, err)
-	}
+	s.begin(b, d, KindLatency)
 	if err := checkProcs(s.busyGoroutines(d)); err != nil {
 		b.Skip(err)
 	}

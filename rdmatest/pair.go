@@ -1,6 +1,7 @@
 package rdmatest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -39,18 +40,10 @@ type PairConfig struct {
 }
 
 func (c *PairConfig) defaults() {
-	if c.QPs == 0 {
-		c.QPs = 1
-	}
-	if c.SlotSize == 0 {
-		c.SlotSize = 64
-	}
-	if c.SendDepth == 0 {
-		c.SendDepth = 128
-	}
-	if c.RecvDepth == 0 {
-		c.RecvDepth = 512
-	}
+	c.QPs = cmp.Or(c.QPs, 1)
+	c.SlotSize = cmp.Or(c.SlotSize, 64)
+	c.SendDepth = cmp.Or(c.SendDepth, 128)
+	c.RecvDepth = cmp.Or(c.RecvDepth, 512)
 }
 
 // grhBytes is the Global Routing Header that lands in front of every UD

@@ -78,6 +78,7 @@ func (s Spec) CheckRPC(d Limits) error {
 // process only.
 func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
+	s.Kind = KindRPC
 	s.defaults()
 	if d.Opts.Peer != "" {
 		b.Skip(unsupported("the echo RPC server runs in this process, not in a remote peer (-rdma.peer)"))

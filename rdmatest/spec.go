@@ -121,28 +121,14 @@ func IsUnsupported(err error) bool {
 }
 
 func (s *Spec) defaults() {
-	if s.QPs == 0 {
-		s.QPs = 1
-	}
-	if s.QD == 0 {
-		s.QD = 128
-	}
-	if s.Batch == 0 {
-		s.Batch = 1
-	}
-	if s.Signal == 0 {
-		s.Signal = 1
-	}
-	if s.isAtomic() && s.Size == 0 {
-		s.Size = 8
-	}
+	s.QPs = cmp.Or(s.QPs, 1)
+	s.QD = cmp.Or(s.QD, 128)
+	s.Batch = cmp.Or(s.Batch, 1)
+	s.Signal = cmp.Or(s.Signal, 1)
 	if s.isAtomic() {
-		if s.Counters == 0 {
-			s.Counters = 1
-		}
-		if s.Stride == 0 {
-			s.Stride = 8
-		}
+		s.Size = cmp.Or(s.Size, 8)
+		s.Counters = cmp.Or(s.Counters, 1)
+		s.Stride = cmp.Or(s.Stride, 8)
 	}
 }
 

@@ -43,11 +43,7 @@ import (
 //     slot of that QP.
 func Stream(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
-	s.Kind = KindStream
-	s.defaults()
-	if err := s.Check(d); err != nil {
-		skipOrFail(b, err)
-	}
+	s.begin(b, d, KindStream)
 	if s.Threads > 0 { // may oversubscribe on purpose: see streamThreads
 		streamThreads(b, d, s)
 		return
