@@ -132,6 +132,13 @@
 //     passive side, the Go runtime) divided by b.N. A busy-polling loop
 //     burns its CPU whether or not work arrives: for polling runs this is
 //     about (spinning threads × elapsed) / b.N.
+//   - preempted/run: how often the kernel took the CPU from the timed
+//     loops' threads during the run (involuntary context switches,
+//     getrusage RUSAGE_THREAD, summed over the requester's loop and the
+//     in-process passive side's, the latter from its start just before
+//     the warm-up to its stop): every one is a pause of a spinning loop
+//     that lands in the samples of that moment. Not gated (no direction):
+//     a diagnostic of the machine's noise next to the tail it explains.
 //   - delivered-msgs/s, lost-msgs/op (UC and UD streams of verbs that
 //     consume a receive, local passive side): messages the passive side
 //     received per second of the sender's time, and the fraction of the

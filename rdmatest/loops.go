@@ -3,11 +3,13 @@ package rdmatest
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/rdmabench/rdmabench/verbs"
+	"golang.org/x/sys/unix"
 )
 
 // histGeometry is the C loops' view of every recorder's geometry.
@@ -70,7 +72,9 @@ func readyLoop(l *verbs.Loop, cpu int) *loopRun {
 		close(ready)
 		<-r.start
 		if r.err == nil {
+			s0 := threadPreemptions()
 			r.res, r.err = l.Run()
+			loopPreemptions.Add(threadPreemptions() - s0)
 		}
 	}()
 	<-ready
@@ -122,8 +126,30 @@ func timedRun(l *verbs.Loop, cpu int, pinned func()) (verbs.LoopResult, error) {
 		return verbs.LoopResult{}, err
 	}
 	defer restore()
+	s0 := threadPreemptions()
 	pinned()
-	return l.Run()
+	res, err := l.Run()
+	loopPreemptions.Add(threadPreemptions() - s0)
+	return res, err
+}
+
+// loopPreemptions counts how often the timed loops' threads were
+// preempted — involuntary context switches (getrusage RUSAGE_THREAD,
+// ru_nivcsw) — over their runs: each loop's thread adds its own when its
+// run ends. A spinning loop gives its CPU away only when the kernel takes
+// it: every count is a time the loop stopped for another thread (a Go
+// runtime thread, another process, a kernel thread), which lands in the
+// samples of that moment.
+var loopPreemptions atomic.Int64
+
+// threadPreemptions is the calling thread's involuntary context switches
+// so far (0 where getrusage cannot tell). It does not allocate.
+func threadPreemptions() int64 {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
+		return 0
+	}
+	return ru.Nivcsw
 }
 
 // measure runs l as b's timed region (see timedRun; the region's start,

@@ -367,6 +367,8 @@ func timedOps(b *testing.B, op func() error, rec *Recorder, cpu int) (time.Durat
 		return 0, 0, err
 	}
 	defer restore()
+	s0 := threadPreemptions()
+	defer func() { loopPreemptions.Add(threadPreemptions() - s0) }()
 	b.ResetTimer()
 	start := time.Now()
 	for i := range b.N {

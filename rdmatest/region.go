@@ -10,9 +10,10 @@ import (
 // region is what is read just before and just after a timed region: the
 // port's counters and the process's CPU time.
 type region struct {
-	counters Counters
-	cpu      time.Duration // CPU time at the start; after end, the CPU time spent
-	ended    bool
+	counters    Counters
+	preemptions int64         // loopPreemptions at the start
+	cpu         time.Duration // CPU time at the start; after end, the CPU time spent
+	ended       bool
 }
 
 // beforeRun is the last step before a timed region: it finishes any
@@ -34,6 +35,7 @@ func beforeRun(b *testing.B, d *Dev) *region {
 	} else {
 		r.counters = c
 	}
+	r.preemptions = loopPreemptions.Load()
 	r.cpu = cpuTime()
 	return r
 }
@@ -60,6 +62,9 @@ func (r *region) report(b *testing.B, d *Dev, ops int64) {
 	if ops > 0 {
 		b.ReportMetric(float64(r.cpu.Nanoseconds())/float64(ops), "cpu-ns/op")
 	}
+	// The loops' threads end their counts when their runs end (the
+	// passive side's at its stop, before this report).
+	b.ReportMetric(float64(loopPreemptions.Load()-r.preemptions), "preempted/run")
 	if r.counters == nil {
 		return
 	}

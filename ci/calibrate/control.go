@@ -63,7 +63,7 @@ func controlFigures(r io.Reader, figs []figure) ([]float64, error) {
 				return nil, fmt.Errorf("cping: %d counts, hdrhistogram-go has %d for this geometry", v[4], len(snap.Counts))
 			}
 			total = v[3]
-		case len(f) == 2 && f[0] == "cping-elapsed-ns":
+		case len(f) == 2 && (f[0] == "cping-elapsed-ns" || f[0] == "cping-preempted"):
 		case len(f) == 2 && snap != nil:
 			i, err1 := strconv.Atoi(f[0])
 			c, err2 := strconv.ParseInt(f[1], 10, 64)

@@ -26,6 +26,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static void die(const char *what, int err) {
@@ -157,15 +158,27 @@ static void pin(int cpu) {
 		die("pinning a loop's thread", rc);
 }
 
+// preemptions is the calling thread's involuntary context switches so far
+// (rdmatest's preempted/run counts the same).
+static long preemptions(void) {
+	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru))
+		return 0;
+	return ru.ru_nivcsw;
+}
+
 struct server {
 	rb_serve s;
 	int cpu;
+	long preempted;
 };
 
 static void *serve_main(void *arg) {
 	struct server *sv = arg;
 	pin(sv->cpu);
+	long p0 = preemptions();
 	rb_run_serve(&sv->s);
+	sv->preempted = preemptions() - p0;
 	return NULL;
 }
 
@@ -263,7 +276,9 @@ int main(int argc, char **argv) {
 	if ((rc = pthread_create(&th, NULL, serve_main, &sv)))
 		die("pthread_create", rc);
 	pin(cpu_a);
+	long p0 = preemptions();
 	int st = rb_run_ping(&p);
+	long preempted = preemptions() - p0;
 	s->ctl.stop = 1;
 	pthread_join(th, NULL);
 	if (st != RB_OK) {
@@ -280,6 +295,7 @@ int main(int argc, char **argv) {
 		if (p.hist.counts[i])
 			printf("%lld %lld\n", (long long)i, (long long)p.hist.counts[i]);
 	printf("cping-elapsed-ns %lld\n", (long long)(p.ctl.t_last - p.ctl.t_first));
+	printf("cping-preempted %ld\n", preempted + sv.preempted);
 	ibv_destroy_qp(a.qp);
 	ibv_destroy_qp(b.qp);
 	ibv_dereg_mr(a.mr);
