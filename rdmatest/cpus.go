@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,8 +58,21 @@ func parseCPUList(s string) ([]int, error) {
 	return cpus, nil
 }
 
-// allowedCPUs is the CPUs this process may run on.
-func allowedCPUs() []int {
+// processCPUs is the CPUs the process could use before confineRuntime
+// narrowed its threads' affinity, read once.
+var processCPUs = sync.OnceValue(threadCPUs)
+
+// allowedCPUs is the CPUs this process may run on (as it started: a
+// confined thread's own affinity is narrower).
+func allowedCPUs() []int { return processCPUs() }
+
+// confined is set once confineRuntime has moved the process's threads
+// off the loops' CPUs: an unpinned loop (cpu < 0) then takes every
+// allowed CPU back for its run.
+var confined atomic.Bool
+
+// threadCPUs is the calling thread's affinity.
+func threadCPUs() []int {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		cpus := make([]int, runtime.NumCPU())
@@ -117,16 +132,87 @@ func loopCPUs(device, override string, allowed []int) ([]int, string, error) {
 	return allowed, "allowed", nil
 }
 
+// confineRuntime moves every thread of the process onto the allowed CPUs
+// that are not the loops' (the first two of loop: requester and passive
+// side), so that the Go runtime's own threads — sysmon above all, which
+// wakes every few milliseconds while a loop runs in C and, in a guest
+// with no CPU to spare, took a loop's CPU 5x as often as anything in a
+// C-only process (docs/performance.md) — do not run where a loop spins.
+// Threads created later inherit the affinity of their creator; a loop's
+// thread pins itself to its CPU when its run starts and returns to these
+// CPUs after it. It returns the CPUs the rest of the process runs on, or
+// nil, changing nothing, when no allowed CPU is spare.
+func confineRuntime(allowed, loop []int) ([]int, error) {
+	busy := map[int]bool{}
+	for _, c := range loop[:min(2, len(loop))] {
+		busy[c] = true
+	}
+	var rest []int
+	var set unix.CPUSet
+	for _, c := range allowed {
+		if !busy[c] {
+			rest = append(rest, c)
+			set.Set(c)
+		}
+	}
+	if len(rest) == 0 || len(busy) == 0 {
+		return nil, nil
+	}
+	confined.Store(true)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, fmt.Errorf("rdmatest: listing the process's threads: %w", err)
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		// A thread may end meanwhile (ESRCH): nothing to move then.
+		if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
+			return nil, fmt.Errorf("rdmatest: moving thread %d to CPUs %v: %w", tid, rest, err)
+		}
+	}
+	return rest, nil
+}
+
+// cpuListString formats CPUs as a Linux CPU list ("2-5,8").
+func cpuListString(cpus []int) string {
+	var parts []string
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(cpus[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
 // pinThread pins the calling OS thread to cpu (the caller has locked its
 // goroutine to the thread; the goroutine must end without unlocking, so
 // that the thread, with its affinity, ends with it). cpu < 0 does nothing.
 func pinThread(cpu int) error {
-	if cpu < 0 {
-		return nil
-	}
 	var set unix.CPUSet
-	set.Set(cpu)
+	switch {
+	case cpu < 0 && !confined.Load():
+		return nil
+	case cpu < 0: // unpinned, but not confined with the runtime
+		for _, c := range allowedCPUs() {
+			set.Set(c)
+		}
+	default:
+		set.Set(cpu)
+	}
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		if cpu < 0 {
+			return fmt.Errorf("rdmatest: giving an unpinned loop every allowed CPU %v: %w", allowedCPUs(), err)
+		}
 		return fmt.Errorf("rdmatest: pinning a loop to CPU %d: %w", cpu, err)
 	}
 	return nil
@@ -154,13 +240,17 @@ func (d *Dev) cpuLine() string {
 		}
 		return fmt.Sprintf("requester=%d,passive=unpinned(%s)", c[0], d.cpusSrc)
 	}
-	return fmt.Sprintf("requester=%d,passive=%d(%s)", c[0], c[1], d.cpusSrc)
+	line := fmt.Sprintf("requester=%d,passive=%d(%s)", c[0], c[1], d.cpusSrc)
+	if d.runtimeCPUs != nil {
+		line += ",runtime=" + cpuListString(d.runtimeCPUs)
+	}
+	return line
 }
 
 // pinSelf pins the calling (locked) thread to cpu and returns what puts
 // its former affinity back. cpu < 0 does nothing.
 func pinSelf(cpu int) (func(), error) {
-	if cpu < 0 {
+	if cpu < 0 && !confined.Load() {
 		return func() {}, nil
 	}
 	var old unix.CPUSet

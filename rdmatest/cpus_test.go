@@ -3,10 +3,14 @@ package rdmatest
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 func TestParseCPUList(t *testing.T) {
@@ -89,4 +93,90 @@ func TestDevLoopCPUs(t *testing.T) {
 	assert.Equal(t, "requester=4,passive=5(numa-local)", (&Dev{cpus: []int{4, 5}, cpusSrc: "numa-local"}).cpuLine())
 	assert.Equal(t, "requester=4,passive=unpinned(allowed)", (&Dev{cpus: []int{4}, cpusSrc: "allowed"}).cpuLine())
 	assert.Equal(t, "unpinned", (&Dev{cpusSrc: "-rdma.cpus none"}).cpuLine())
+}
+
+func TestCPUListString(t *testing.T) {
+	for _, tc := range []struct {
+		in   []int
+		want string
+	}{
+		{[]int{0}, "0"},
+		{[]int{0, 1, 2, 3, 8}, "0-3,8"},
+		{[]int{2, 4, 5, 6, 9, 10}, "2,4-6,9-10"},
+		{nil, ""},
+	} {
+		assert.Equal(t, tc.want, cpuListString(tc.in))
+		if tc.in != nil {
+			back, err := parseCPUList(tc.want)
+			require.NoError(t, err)
+			assert.Equal(t, tc.in, back, "round trip")
+		}
+	}
+}
+
+// threadAffinities reads every thread's allowed CPUs from /proc.
+func threadAffinities(t *testing.T) map[string]string {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join("/proc/self/task", task.Name(), "status"))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+				out[task.Name()] = strings.TrimSpace(v)
+			}
+		}
+	}
+	return out
+}
+
+// confineRuntime on this very process: every thread leaves the loops'
+// CPUs; an unpinned loop takes every allowed CPU back for its run; with
+// no CPU to spare nothing changes.
+func TestConfineRuntime(t *testing.T) {
+	allowed := allowedCPUs()
+	if len(allowed) < 2 {
+		t.Skipf("needs 2 CPUs to keep one for a loop and one for the rest; this process may use %v", allowed)
+	}
+	restore := func() {
+		_, err := confineRuntime(allowed, nil) // no loop CPU: nothing moves
+		require.NoError(t, err)
+		var set unix.CPUSet
+		for _, c := range allowed {
+			set.Set(c)
+		}
+		for tid := range threadAffinities(t) {
+			n, _ := strconv.Atoi(tid)
+			_ = unix.SchedSetaffinity(n, &set)
+		}
+		confined.Store(false)
+	}
+	t.Cleanup(restore)
+
+	rest, err := confineRuntime(allowed, allowed)
+	require.NoError(t, err)
+	assert.Nil(t, rest, "every allowed CPU is a loop's: no CPU to spare, nothing moves")
+	assert.False(t, confined.Load())
+
+	rest, err = confineRuntime(allowed, allowed[:1])
+	require.NoError(t, err)
+	require.Equal(t, allowed[1:], rest)
+	want := cpuListString(rest)
+	for tid, got := range threadAffinities(t) {
+		assert.Equal(t, want, got, "thread %s runs off the loop's CPU %d", tid, allowed[0])
+	}
+	done := make(chan []int)
+	go func() {
+		runtime.LockOSThread() // ends locked: the thread goes with it
+		if err := pinThread(-1); err != nil {
+			t.Error(err)
+		}
+		done <- threadCPUs()
+	}()
+	assert.Equal(t, allowed, <-done, "an unpinned loop gets every allowed CPU back")
+	assert.Equal(t, allowed, allowedCPUs(), "the process's CPUs are remembered from before")
 }

@@ -20,6 +20,9 @@ type Dev struct {
 
 	cpus    []int  // CPUs for the timed loops, in order of use (see loopCPUs)
 	cpusSrc string // where they came from
+	// runtimeCPUs are where the rest of the process runs (confineRuntime;
+	// nil: no CPU to spare, it shares the loops' CPUs).
+	runtimeCPUs []int
 }
 
 // Required tells whether a device must exist: under CI=true or
@@ -100,6 +103,9 @@ func (d *Dev) setup() error {
 	}
 	d.PortAttr = pa
 	if d.cpus, d.cpusSrc, err = loopCPUs(d.Name(), d.Opts.CPUs, allowedCPUs()); err != nil {
+		return err
+	}
+	if d.runtimeCPUs, err = confineRuntime(allowedCPUs(), d.cpus); err != nil {
 		return err
 	}
 	if d.Opts.GIDIndex >= 0 {

@@ -68,7 +68,14 @@
 // device/local_cpulist) that the process may use, or -rdma.cpus [RDMA_CPUS]
 // (a CPU list, requester first); the requester takes the first, the
 // passive side the second; with fewer CPUs than loops nothing is pinned.
-// The rdma-cpus configuration line says which were used and why.
+// Where the process may use more CPUs than those two, every other thread
+// of the process (the Go runtime's sysmon above all, which wakes every few
+// milliseconds while a loop runs in C) is moved onto the rest when the
+// device is opened, so that nothing else runs where a loop spins; a loop
+// that is not pinned (threads runs) takes every allowed CPU back for its
+// run. The rdma-cpus configuration line says which CPUs were used and why
+// (",runtime=2-7" when the rest was moved; absent when no CPU was spare,
+// as in a 2-CPU guest).
 //
 // # The measured path
 //
