@@ -189,6 +189,24 @@ func (f *Family) keys() (vary []string, common []benchname.Part) {
 	return vary, common
 }
 
+// preemptedUnit is rdmatest's count of the timed loops' preemptions: a
+// /run unit, but not a port counter.
+const preemptedUnit = "preempted/run"
+
+// preempted returns the median, minimum and maximum of f's preempted/run
+// over all its runs, and how many runs carry it.
+func (f *Family) preempted() (med, lo, hi float64, n int) {
+	var all []float64
+	for _, r := range f.Rows {
+		all = append(all, r.Values[preemptedUnit]...)
+	}
+	if len(all) == 0 {
+		return 0, 0, 0, 0
+	}
+	slices.Sort(all)
+	return (all[(len(all)-1)/2] + all[len(all)/2]) / 2, all[0], all[len(all)-1], len(all)
+}
+
 // counters returns the port counters (units ending in /run) that moved
 // in f, sorted, and in how many rows.
 func (f *Family) counters() (names []string, rows int) {
@@ -196,7 +214,7 @@ func (f *Family) counters() (names []string, rows int) {
 		moved := false
 		for u, vs := range r.Values {
 			name, ok := strings.CutSuffix(u, "/run")
-			if !ok || !slices.ContainsFunc(vs, func(v float64) bool { return v != 0 }) {
+			if !ok || u == preemptedUnit || !slices.ContainsFunc(vs, func(v float64) bool { return v != 0 }) {
 				continue
 			}
 			moved = true
@@ -291,6 +309,9 @@ func (f *Family) write(w io.Writer) {
 	})
 	if names, rows := f.counters(); len(names) > 0 {
 		fmt.Fprintf(w, "  port counters moved in %d of %d rows: %s (see the results file)\n", rows, len(f.Rows), strings.Join(names, ", "))
+	}
+	if med, lo, hi, n := f.preempted(); n > 0 {
+		fmt.Fprintf(w, "  timed loops preempted (preempted/run): median %.0f per run, %.0f–%.0f over %d runs\n", med, lo, hi, n)
 	}
 	if len(cols) == 0 {
 		fmt.Fprintln(w, "  (no rate or latency units)")
