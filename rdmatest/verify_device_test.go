@@ -14,16 +14,24 @@ import (
 // Device tests of verification: for every family, a run whose result is
 // made wrong on purpose must fail its check.
 
+// checkedPair makes s a spec of kind k with its defaults, checks it and
+// returns a fresh pair for it, its memory filled with the patterns.
+func checkedPair(t *testing.T, d *Dev, s *Spec, k Kind) *Pair {
+	t.Helper()
+	s.Kind = k
+	s.defaults()
+	require.NoError(t, s.Check(d))
+	p := NewPair(t, d, s.pairConfig())
+	p.fillPatterns(s)
+	return p
+}
+
 // latencyRun runs n round trips of s on a fresh pair after corrupt has
 // disturbed it (after the warm-up), and returns the pair, the loop's
 // error and the verification's.
 func latencyRun(t *testing.T, d *Dev, s Spec, n int64, corrupt func(p *Pair)) (loopErr, verifyErr error) {
 	t.Helper()
-	s.defaults()
-	s.Kind = KindLatency
-	require.NoError(t, s.Check(d))
-	p := NewPair(t, d, s.pairConfig())
-	p.fillPatterns(&s)
+	p := checkedPair(t, d, &s, KindLatency)
 	resp, err := p.startPassive(&s, -1)
 	require.NoError(t, err)
 	ping, err := newPing(p, &s, n, d.Opts.Timeout)
@@ -78,11 +86,7 @@ func TestVerifyLatencyCatchesWrongResults(t *testing.T) {
 // the sink's report.
 func streamRun(t *testing.T, d *Dev, s Spec, n int64, corrupt func(p *Pair)) (error, *sinkReport) {
 	t.Helper()
-	s.defaults()
-	s.Kind = KindStream
-	require.NoError(t, s.Check(d))
-	p := NewPair(t, d, s.pairConfig())
-	p.fillPatterns(&s)
+	p := checkedPair(t, d, &s, KindStream)
 	corrupt(p)
 	l, err := newStreamLoop(p, p.A, &s, n, 0)
 	require.NoError(t, err)
@@ -127,11 +131,7 @@ func TestVerifyStreamCatchesWrongResults(t *testing.T) {
 func TestVerifyCountsDroppedUD(t *testing.T) {
 	d := Device(t)
 	s := Spec{Op: verbs.OpSend, Transport: verbs.TransportUD, Size: 64, QD: 16}
-	s.defaults()
-	s.Kind = KindStream
-	require.NoError(t, s.Check(d))
-	p := NewPair(t, d, s.pairConfig())
-	p.fillPatterns(&s)
+	p := checkedPair(t, d, &s, KindStream)
 	// A sink with 3 receives posted, started only after the stream: the
 	// other 97 messages find no receive.
 	cfg, ok := serveConfig(p.B, &s, "sink", 3, d.Opts.Timeout)
