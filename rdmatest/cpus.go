@@ -143,37 +143,64 @@ func loopCPUs(device, override string, allowed []int) ([]int, string, error) {
 // CPUs after it. It returns the CPUs the rest of the process runs on, or
 // nil, changing nothing, when no allowed CPU is spare.
 func confineRuntime(allowed, loop []int) ([]int, error) {
+	rest := spareCPUs(allowed, loop)
+	if rest == nil {
+		return nil, nil
+	}
+	var set unix.CPUSet
+	for _, c := range rest {
+		set.Set(c)
+	}
+	// Since Go 1.25 the runtime recomputes GOMAXPROCS from its threads'
+	// affinity unless it was set: set it, so that moving the threads
+	// does not shrink it (go test sets it already; a program of one's own
+	// need not have).
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	moved := map[int]bool{}
+	for {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return nil, fmt.Errorf("rdmatest: listing the process's threads: %w", err)
+		}
+		fresh := 0
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || moved[tid] {
+				continue
+			}
+			fresh++
+			moved[tid] = true
+			// A thread may end meanwhile (ESRCH): nothing to move then.
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
+				return nil, fmt.Errorf("rdmatest: moving thread %d to CPUs %v: %w", tid, rest, err)
+			}
+		}
+		if fresh == 0 { // no thread appeared while the list was walked
+			break
+		}
+	}
+	confined.Store(true)
+	return rest, nil
+}
+
+// spareCPUs is allowed without the loops' CPUs (the first two of loop:
+// requester and passive side); nil when no loop CPU is chosen or no CPU
+// is spare.
+func spareCPUs(allowed, loop []int) []int {
+	if len(loop) == 0 {
+		return nil
+	}
 	busy := map[int]bool{}
 	for _, c := range loop[:min(2, len(loop))] {
 		busy[c] = true
 	}
 	var rest []int
-	var set unix.CPUSet
 	for _, c := range allowed {
 		if !busy[c] {
 			rest = append(rest, c)
-			set.Set(c)
 		}
 	}
-	if len(rest) == 0 || len(busy) == 0 {
-		return nil, nil
-	}
-	confined.Store(true)
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return nil, fmt.Errorf("rdmatest: listing the process's threads: %w", err)
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
-		if err != nil {
-			continue
-		}
-		// A thread may end meanwhile (ESRCH): nothing to move then.
-		if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
-			return nil, fmt.Errorf("rdmatest: moving thread %d to CPUs %v: %w", tid, rest, err)
-		}
-	}
-	return rest, nil
+	return rest
 }
 
 // cpuListString formats CPUs as a Linux CPU list ("2-5,8").
@@ -196,7 +223,9 @@ func cpuListString(cpus []int) string {
 
 // pinThread pins the calling OS thread to cpu (the caller has locked its
 // goroutine to the thread; the goroutine must end without unlocking, so
-// that the thread, with its affinity, ends with it). cpu < 0 does nothing.
+// that the thread, with its affinity, ends with it). cpu < 0 (an unpinned
+// loop) does nothing, or, once confineRuntime has moved the process off
+// the loops' CPUs, gives the thread every allowed CPU back.
 func pinThread(cpu int) error {
 	var set unix.CPUSet
 	switch {
@@ -233,22 +262,24 @@ func (d *Dev) loopCPUs(busy int) [2]int {
 // the passive side's loops run, and where the list came from.
 func (d *Dev) cpuLine() string {
 	c := d.loopCPUs(2)
-	if c[1] < 0 {
-		c = d.loopCPUs(1)
-		if c[0] < 0 {
-			return "unpinned"
-		}
-		return fmt.Sprintf("requester=%d,passive=unpinned(%s)", c[0], d.cpusSrc)
+	var line string
+	switch {
+	case c[1] >= 0:
+		line = fmt.Sprintf("requester=%d,passive=%d(%s)", c[0], c[1], d.cpusSrc)
+	case d.loopCPUs(1)[0] >= 0:
+		line = fmt.Sprintf("requester=%d,passive=unpinned(%s)", d.loopCPUs(1)[0], d.cpusSrc)
+	default:
+		return "unpinned"
 	}
-	line := fmt.Sprintf("requester=%d,passive=%d(%s)", c[0], c[1], d.cpusSrc)
-	if d.runtimeCPUs != nil {
-		line += ",runtime=" + cpuListString(d.runtimeCPUs)
+	// Where Device moves the rest of the process (confineRuntime).
+	if rest := spareCPUs(d.allowed, d.cpus); rest != nil {
+		line += ",runtime=" + cpuListString(rest)
 	}
 	return line
 }
 
 // pinSelf pins the calling (locked) thread to cpu and returns what puts
-// its former affinity back. cpu < 0 does nothing.
+// its former affinity back. cpu < 0 is as for pinThread.
 func pinSelf(cpu int) (func(), error) {
 	if cpu < 0 && !confined.Load() {
 		return func() {}, nil

@@ -90,8 +90,11 @@ func TestDevLoopCPUs(t *testing.T) {
 	assert.Equal(t, [2]int{4, 5}, (&Dev{cpus: []int{4, 5, 6}}).loopCPUs(2))
 	assert.Equal(t, [2]int{4, -1}, (&Dev{cpus: []int{4, 5, 6}}).loopCPUs(1))
 	assert.Equal(t, [2]int{-1, -1}, (&Dev{cpus: []int{4}}).loopCPUs(2))
-	assert.Equal(t, "requester=4,passive=5(numa-local)", (&Dev{cpus: []int{4, 5}, cpusSrc: "numa-local"}).cpuLine())
-	assert.Equal(t, "requester=4,passive=unpinned(allowed)", (&Dev{cpus: []int{4}, cpusSrc: "allowed"}).cpuLine())
+	assert.Equal(t, "requester=4,passive=5(numa-local)", (&Dev{allowed: []int{4, 5}, cpus: []int{4, 5}, cpusSrc: "numa-local"}).cpuLine())
+	assert.Equal(t, "requester=4,passive=5(numa-local),runtime=0-3,6-7",
+		(&Dev{allowed: []int{0, 1, 2, 3, 4, 5, 6, 7}, cpus: []int{4, 5, 6, 7}, cpusSrc: "numa-local"}).cpuLine(), "the rest moves off the loops' CPUs")
+	assert.Equal(t, "requester=4,passive=unpinned(allowed)", (&Dev{allowed: []int{4}, cpus: []int{4}, cpusSrc: "allowed"}).cpuLine())
+	assert.Equal(t, "requester=4,passive=unpinned(-rdma.cpus),runtime=5", (&Dev{allowed: []int{4, 5}, cpus: []int{4}, cpusSrc: "-rdma.cpus"}).cpuLine())
 	assert.Equal(t, "unpinned", (&Dev{cpusSrc: "-rdma.cpus none"}).cpuLine())
 }
 
@@ -142,25 +145,28 @@ func TestConfineRuntime(t *testing.T) {
 	if len(allowed) < 2 {
 		t.Skipf("needs 2 CPUs to keep one for a loop and one for the rest; this process may use %v", allowed)
 	}
-	restore := func() {
-		_, err := confineRuntime(allowed, nil) // no loop CPU: nothing moves
-		require.NoError(t, err)
+	// Put back what this test changes: every thread's mask and the
+	// confined flag (an earlier device test may have confined already).
+	wasConfined := confined.Load()
+	masks := map[int]unix.CPUSet{}
+	for tid := range threadAffinities(t) {
+		n, _ := strconv.Atoi(tid)
 		var set unix.CPUSet
-		for _, c := range allowed {
-			set.Set(c)
+		if unix.SchedGetaffinity(n, &set) == nil {
+			masks[n] = set
 		}
-		for tid := range threadAffinities(t) {
-			n, _ := strconv.Atoi(tid)
+	}
+	t.Cleanup(func() {
+		for n, set := range masks {
 			_ = unix.SchedSetaffinity(n, &set)
 		}
-		confined.Store(false)
-	}
-	t.Cleanup(restore)
+		confined.Store(wasConfined)
+	})
 
 	rest, err := confineRuntime(allowed, allowed)
 	require.NoError(t, err)
 	assert.Nil(t, rest, "every allowed CPU is a loop's: no CPU to spare, nothing moves")
-	assert.False(t, confined.Load())
+	assert.Equal(t, wasConfined, confined.Load())
 
 	rest, err = confineRuntime(allowed, allowed[:1])
 	require.NoError(t, err)

@@ -18,10 +18,11 @@ type Dev struct {
 	GIDEntry verbs.GIDEntry // the GID the tests use (-rdma.gid, or the best)
 	Opts     Options
 
+	allowed []int  // CPUs the process may use (allowedCPUs)
 	cpus    []int  // CPUs for the timed loops, in order of use (see loopCPUs)
 	cpusSrc string // where they came from
-	// runtimeCPUs are where the rest of the process runs (confineRuntime;
-	// nil: no CPU to spare, it shares the loops' CPUs).
+	// runtimeCPUs are where Device moved the rest of the process
+	// (confineRuntime; nil: no CPU to spare, or not opened by Device).
 	runtimeCPUs []int
 }
 
@@ -47,6 +48,13 @@ func Device(tb testing.TB) *Dev {
 	tb.Helper()
 	CheckLeaks(tb)
 	d, err := OpenDev()
+	if err == nil {
+		// The benchmark path (not OpenDev's other users: rdmapeer, whose
+		// loops are not pinned, and Config's throwaway open).
+		if d.runtimeCPUs, err = confineRuntime(d.allowed, d.cpus); err != nil {
+			d.Close()
+		}
+	}
 	if errors.Is(err, verbs.ErrNoDevice) || errors.Is(err, verbs.ErrNotSupported) {
 		if Required() {
 			fatal(tb, fmt.Sprintf("no RDMA device, and one is required (CI=true or RDMA_REQUIRE=1): %v", err))
@@ -102,10 +110,8 @@ func (d *Dev) setup() error {
 		return fmt.Errorf("rdmatest: %s port %d is %s, not ACTIVE", d.Name(), d.PortNum, pa.State)
 	}
 	d.PortAttr = pa
-	if d.cpus, d.cpusSrc, err = loopCPUs(d.Name(), d.Opts.CPUs, allowedCPUs()); err != nil {
-		return err
-	}
-	if d.runtimeCPUs, err = confineRuntime(allowedCPUs(), d.cpus); err != nil {
+	d.allowed = allowedCPUs()
+	if d.cpus, d.cpusSrc, err = loopCPUs(d.Name(), d.Opts.CPUs, d.allowed); err != nil {
 		return err
 	}
 	if d.Opts.GIDIndex >= 0 {

@@ -99,7 +99,8 @@ func reportLatencyHeld(b *testing.B, r *Recorder) {
 	if r != nil {
 		reportPercentiles(b, r)
 	}
-	if o, _ := Opts(); o.HlogDir != "" {
+	// A run of Benchmark (testing.Benchmark) has no name to file it under.
+	if o, _ := Opts(); o.HlogDir != "" && b.Name() != "" {
 		if err := holdHlog(o.HlogDir, b.Name(), b.N, r); err != nil {
 			b.Errorf("rdmatest: %v", err)
 		}

@@ -351,7 +351,7 @@ func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) {
 	if err := p.served.Stop(); err != nil {
 		fatal(b, err)
 	}
-	ReportLatency(b, rec)
+	reportLatencyHeld(b, rec)
 	reportLoopRate(b, o.Rate, int64(b.N), elapsed)
 	before.report(b, d, int64(b.N))
 }

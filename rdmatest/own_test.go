@@ -76,6 +76,26 @@ func TestBenchmarkSkipsAndFails(t *testing.T) {
 	assert.PanicsWithValue(t, "rdmatest: BenchmarkFail: broken; twice", func() {
 		Benchmark("Fail", func(b *testing.B) { keepNote(b, []any{"broken"}); fatal(b, "twice") })
 	})
+	assert.Panics(t, func() {
+		Benchmark("FailInCleanup", func(b *testing.B) {
+			b.Cleanup(func() { fatal(b, "a leak found at the end") })
+		})
+	}, "a failure in a cleanup (the leak check) fails the run")
+	assert.Panics(t, func() { Benchmark("BenchmarkX-2", func(b *testing.B) {}) }, "a name with the prefix and a -N suffix")
+
+	// Units registered by later runs get their Unit lines with them.
+	saved2 := Units
+	t.Cleanup(func() { Units = saved2 })
+	Units = append([]Unit(nil), saved2...)
+	buf.Reset()
+	for _, u := range []string{"acks/s", "naks/s"} {
+		Benchmark("Units/unit="+strings.TrimSuffix(u, "/s"), func(b *testing.B) {
+			require.NoError(t, RegisterUnit(u, "higher"))
+			b.ReportMetric(1, u)
+		})
+		assert.Equal(t, 1, strings.Count(buf.String(), "Unit "+u+" better=higher\n"), "%s's Unit line, once:\n%s", u, buf.String())
+	}
+	assert.Contains(t, buf.String(), "BenchmarkUnits/unit=naks-")
 }
 
 // Device tests of the own-pattern API.
@@ -88,7 +108,7 @@ func ownRun(t *testing.T, d *Dev, op func(p *Pair) func() error) (testing.Benchm
 	var failed []string
 	res := testing.Benchmark(func(b *testing.B) {
 		notes.Store(b, &failed)
-		defer notes.Delete(b)
+		b.Cleanup(func() { notes.Delete(b) })
 		p := NewPair(b, d, PairConfig{SlotSize: 4096 + 8})
 		Serve(b, p, EchoSends(8))
 		Measure(b, p, MeasureOpts{Rate: "commits/s", Warmup: 4}, op(p))

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 )
 
 var unitsMu sync.Mutex
@@ -81,7 +83,11 @@ func skip(tb testing.TB, args ...any) {
 // BenchmarkOutput is where Benchmark writes its results.
 var BenchmarkOutput io.Writer = os.Stderr
 
-var configOnce sync.Once
+var (
+	configOnce   sync.Once
+	printedMu    sync.Mutex
+	printedUnits int // Units whose Unit lines Benchmark has written
+)
 
 // Benchmark runs f as testing.Benchmark does — for an Example or a
 // program of one's own, where `go test -bench` does not run it — and
@@ -92,16 +98,25 @@ var configOnce sync.Once
 // (no device, and none required) writes why and returns a zero result. A
 // failed run panics with the reason rdmatest gave; testing.Benchmark
 // discards the run's own messages, so a failure of f's own code (b.Fatal)
-// is reported without its text.
+// is reported without its text. name is a benchmark name without the
+// Benchmark prefix and the -N suffix (rdmatest/benchname); -rdma.hlog
+// does not apply (testing.Benchmark gives the run no name to file it
+// under).
 func Benchmark(name string, f func(b *testing.B)) testing.BenchmarkResult {
 	var failed, skipped bool
 	var msgs []string
+	if n, err := benchname.Parse(name); err != nil || n.Procs != 0 {
+		panic(fmt.Sprintf("rdmatest: Benchmark(%q): not a benchmark name without the Benchmark prefix and -N suffix, such as Commit/size=4096 (%v)", name, err))
+	}
 	res := testing.Benchmark(func(b *testing.B) {
 		notes.Store(b, &msgs)
-		defer func() {
-			notes.Delete(b)
+		// Registered first, so it runs after every cleanup f registers
+		// (the leak check, closing the pair and the device), whose
+		// failures count too.
+		b.Cleanup(func() {
 			failed, skipped = failed || b.Failed(), skipped || b.Skipped()
-		}()
+			notes.Delete(b)
+		})
 		f(b)
 	})
 	switch {
@@ -114,7 +129,14 @@ func Benchmark(name string, f func(b *testing.B)) testing.BenchmarkResult {
 		fmt.Fprintf(BenchmarkOutput, "rdmatest: Benchmark%s skipped: %s\n", name, strings.Join(msgs, "; "))
 		return res
 	}
-	configOnce.Do(func() { PrintConfig(BenchmarkOutput) })
+	printedMu.Lock()
+	configOnce.Do(func() {
+		PrintConfig(BenchmarkOutput)
+		printedUnits = unitCount()
+	})
+	printUnitsFrom(BenchmarkOutput, printedUnits) // units registered since, by Measure
+	printedUnits = unitCount()
+	printedMu.Unlock()
 	fmt.Fprintf(BenchmarkOutput, "Benchmark%s-%d\t%s\t%s\n", name, runtime.GOMAXPROCS(0), res.String(), res.MemString())
 	return res
 }
