@@ -17,7 +17,7 @@
 #
 # Environment:
 #   BENCH       -test.bench regex              (default .)
-#   COUNT       interleaved rounds = runs per side (default 10; the gate
+#   COUNT       interleaved rounds = runs per side (default 12; the gate
 #               needs 8 per side to decide on make bench's default matrix
 #               of 47 benchmarks and says how many when it cannot)
 #   BENCHTIME   -test.benchtime per run        (default 1s)
@@ -51,7 +51,7 @@ done
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 BENCH=${BENCH:-.}
-COUNT=${COUNT:-10}
+COUNT=${COUNT:-12}
 BENCHTIME=${BENCHTIME:-1s}
 GATEFLAGS=${GATEFLAGS:-}
 RXEVM_FLAGS=${RXEVM_FLAGS:--timeout 3h}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ci/owngate.sh RESULTS — the own-pattern example's runs (rdmatest's
-# Example_commit run -test.count times in the device pass, its benchmark
-# lines on stderr) through benchstat and the regression gate, as a user
+# Example_commit, run once per test process 14 times in the device pass,
+# its benchmark lines on stderr) through benchstat and the regression gate, as a user
 # would run their own benchmark: the runs are dealt alternately to OLD
 # and NEW (one build against itself, interleaved, so drift lands on both
 # sides), the file must carry the units the example reports with their

@@ -142,8 +142,10 @@
 //   - preempted/run: how often the kernel took the CPU from the timed
 //     loops' threads during the run (involuntary context switches,
 //     getrusage RUSAGE_THREAD, summed over the requester's loop and the
-//     in-process passive side's, the latter from its start just before
-//     the warm-up to its stop): every one is a pause of a spinning loop
+//     in-process passive side's, the latter over its whole life, from
+//     its start to its stop: just before the warm-up for the latency
+//     families, before the peak-rate measurement for rate= runs, at Serve
+//     for a pattern of one's own): every one is a pause of a spinning loop
 //     that lands in the samples of that moment. Not gated (no direction):
 //     a diagnostic of the machine's noise next to the tail it explains.
 //   - delivered-msgs/s, lost-msgs/op (UC and UD streams of verbs that

@@ -29,6 +29,7 @@ type own struct {
 	poller  *Poller
 	wrs     [maxPost]verbs.SendWR
 	posted  []uint64 // per QP: WRs posted (each WR's ID is its index)
+	broken  []bool   // per QP: a post failed (its accounting is lost)
 	done    []uint64 // per QP: WRs known complete (through the last signaled completion)
 	sends   int64    // WRs posted that consume a receive at the peer
 	recvs   int64    // receive completions seen
@@ -39,7 +40,8 @@ type own struct {
 
 func (s *Side) ownState() *own {
 	if s.own == nil {
-		s.own = &own{poller: NewPoller(s, 32, s.timeout), posted: make([]uint64, len(s.QPs)), done: make([]uint64, len(s.QPs))}
+		n := len(s.QPs)
+		s.own = &own{poller: NewPoller(s, 32, s.timeout), posted: make([]uint64, n), broken: make([]bool, n), done: make([]uint64, n)}
 	}
 	return s.own
 }
@@ -96,19 +98,25 @@ func (s *Side) Post(qp int, wrs ...verbs.SendWR) error {
 		return fmt.Errorf("rdmatest: Post: send queue of QP %d full: %d WRs not yet known complete + %d > depth %d: signal at least one WR in every %d and Await it",
 			qp, out, len(wrs), s.depth, s.depth)
 	}
+	if o.broken[qp] {
+		return fmt.Errorf("rdmatest: Post: QP %#x failed a post before; some of those WRs may be queued, so its accounting is lost", s.QPs[qp].QPN())
+	}
 	chain := o.wrs[:len(wrs)]
 	copy(chain, wrs)
+	sends := 0
 	for i := range chain {
 		chain[i].ID = o.posted[qp] + uint64(i)
 		switch chain[i].Op {
 		case verbs.OpSend, verbs.OpSendImm, verbs.OpWriteImm:
-			o.sends++
+			sends++
 		}
 	}
 	if err := s.QPs[qp].PostSend(chain); err != nil {
+		o.broken[qp] = true // a WR before the bad one may be on the queue
 		return fmt.Errorf("rdmatest: Post on QP %#x: %w", s.QPs[qp].QPN(), err)
 	}
 	o.posted[qp] += uint64(len(wrs))
+	o.sends += int64(sends)
 	return nil
 }
 
@@ -133,6 +141,9 @@ func (s *Side) Await(counts ...Count) error {
 	o := s.ownState()
 	var recvs, sends int
 	for _, c := range counts {
+		if c.n < 0 {
+			return fmt.Errorf("rdmatest: Await: a count of %d completions: want 0 or more", c.n)
+		}
 		if c.recv {
 			recvs += c.n
 		} else {
@@ -227,12 +238,18 @@ func (s *Side) KeepRecvs(n int) error {
 	for i := range s.QPs {
 		o.keep[i] = verbs.RecvWR{NumSGE: 1, SGE: [verbs.MaxWRSGE]verbs.SGE{s.InAt(i, 0, size)}}
 	}
-	depth := s.recvDepth
 	if s.SRQ != nil {
-		depth /= len(s.QPs) // one SRQ shared by all
+		// One SRQ shared by all QPs: recvDepth receives in all (each
+		// QP's slot in turn, so every slot gets some).
+		for k := range s.recvDepth {
+			if err := s.repost(o, k%len(s.QPs)); err != nil {
+				return fmt.Errorf("rdmatest: KeepRecvs: %w", err)
+			}
+		}
+		return nil
 	}
 	for i := range s.QPs {
-		for range depth {
+		for range s.recvDepth {
 			if err := s.repost(o, i); err != nil {
 				return fmt.Errorf("rdmatest: KeepRecvs: %w", err)
 			}
@@ -248,7 +265,7 @@ type Role struct {
 }
 
 // EchoSends is the passive side answering every SEND it receives with a
-// SEND of n bytes (the first n bytes that arrived) on the same QP: an
+// SEND of n bytes (the first n bytes that arrived) on the pair's one QP: an
 // acknowledgement. Serve also gives side A receives for the answers
 // (KeepRecvs(n)), unless it has them already.
 func EchoSends(n int) Role { return Role{name: roleEcho, size: n} }
@@ -270,10 +287,14 @@ func Serve(tb testing.TB, p *Pair, r Role) {
 	if p.served != nil {
 		fatal(tb, errors.New("rdmatest: Serve: side B already serves"))
 	}
-	if r.size <= 0 || r.size > p.B.slot {
-		fatal(tb, fmt.Errorf("rdmatest: Serve: message size %d out of range 1..%d (the slot)", r.size, p.B.slot))
+	if len(p.B.QPs) != 1 {
+		fatal(tb, fmt.Errorf("rdmatest: Serve: the pair has %d QPs; a served side answers on one QP: PairConfig.QPs 1", len(p.B.QPs)))
 	}
 	s := Spec{Kind: KindLatency, Op: verbs.OpSend, Size: r.size, Transport: p.Cfg.Transport}
+	if r.size <= 0 || recvBytes(&s) > p.B.slot {
+		fatal(tb, fmt.Errorf("rdmatest: Serve: message size %d (%d bytes per receive) out of range: 1 to the slot, %d bytes (PairConfig.SlotSize, rounded up to 64, less a UD GRH of 40)",
+			r.size, recvBytes(&s), p.B.slot))
+	}
 	cfg, _ := serveConfig(p.B, &s, r.name, p.Cfg.RecvDepth, p.Dev.Opts.Timeout)
 	resp, err := startServe(cfg, p.Dev.loopCPUs(2)[1])
 	if err != nil {
@@ -317,7 +338,10 @@ func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) {
 	if o.Rate == "" {
 		o.Rate = "ops/s"
 	}
-	if o.Warmup == 0 {
+	switch {
+	case o.Warmup < 0:
+		fatal(b, fmt.Errorf("rdmatest: Measure: Warmup %d: want 0 (the default, 16) or more", o.Warmup))
+	case o.Warmup == 0:
 		o.Warmup = 16
 	}
 	if err := RegisterUnit(o.Rate, "higher"); err != nil {
@@ -334,7 +358,7 @@ func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) {
 	p.A.ownState()
 	for i := range o.Warmup {
 		if err := op(); err != nil {
-			p.served.fatal(b, fmt.Errorf("rdmatest: warm-up operation %d: %w", i, err))
+			p.served.fatal(b, fmt.Errorf("rdmatest: warm-up operation %d of %d: %w", i+1, o.Warmup, err))
 		}
 	}
 	b.ReportAllocs()
@@ -343,7 +367,7 @@ func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) {
 	elapsed, n, err := timedOps(b, op, rec, d.loopCPUs(busy)[0])
 	before.end()
 	if err != nil {
-		p.served.fatal(b, fmt.Errorf("rdmatest: operation %d of %d: %w", n, b.N, err))
+		p.served.fatal(b, fmt.Errorf("rdmatest: operation %d of %d (counted from 1): %w", n+1, b.N, err))
 	}
 	if err := p.checkServed(); err != nil {
 		p.served.fatal(b, err)

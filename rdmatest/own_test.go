@@ -154,7 +154,7 @@ func TestMeasureOwnPatternFails(t *testing.T) {
 				}
 				return commitOp(p)()
 			}
-		}, "operation 5 of"}, // 4 warm-up calls, then the 6th timed
+		}, "operation 6 of"}, // 4 warm-up calls, then the 6th timed: the 10th call
 		{"an overfilled send queue", func(p *Pair) func() error {
 			w := p.A.Peer[0].Write(p.A.OutAt(0, 0, 64)) // never signaled
 			return func() error { return p.A.Post(0, w) }

@@ -161,7 +161,7 @@ func hostname() string {
 func (p *Pair) openRemote(epA []verbs.Endpoint) error {
 	d, cfg := p.Dev, p.Cfg
 	if cfg.Spec == nil {
-		return errors.New("rdmatest: a pair with a remote peer needs its Spec (PairConfig.Spec)")
+		return fmt.Errorf("rdmatest: a pair without PairConfig.Spec (a pattern of one's own, served by Serve) has both sides in this process; the peer -rdma.peer=%s plays only the built-in families' roles: run it without -rdma.peer", d.Opts.Peer)
 	}
 	r, err := dialPeer(d.Opts.Peer, d.Opts.PeerToken, d.Opts.Timeout)
 	if err != nil {
@@ -184,6 +184,9 @@ func (p *Pair) openRemote(epA []verbs.Endpoint) error {
 	remoteEps, err := fromOOB(ok.Endpoints)
 	if err != nil {
 		return fmt.Errorf("rdmatest: peer %s: %w", d.Opts.Peer, err)
+	}
+	if cfg.MTU != 0 && ok.MTU != cfg.MTU {
+		return unsupported("mtu %d: the peer %s connects at a path MTU of %d (its port's active MTU is lower)", cfg.MTU, d.Opts.Peer, ok.MTU)
 	}
 	var targets []Target
 	for i, t := range ok.Targets {

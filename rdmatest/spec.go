@@ -218,6 +218,7 @@ var valueRules = []rule{
 	{"bidir", checkBidir},
 	{"gap", checkGap},
 	{"load", checkLoad},
+	{"mtu value", checkMTUValue},
 }
 
 // deviceRules refuse what this device, verb or transport cannot do;
@@ -226,7 +227,7 @@ var deviceRules = []rule{
 	{"device depth", checkDeviceDepth},
 	{"device QPs", checkDeviceQPs},
 	{"message size", checkMsgSize},
-	{"mtu", checkMTU},
+	{"mtu", checkMTUPort},
 	{"transport", checkTransport},
 	{"counter span", checkCounterSpan},
 	{"atomics", checkAtomics},
@@ -334,7 +335,7 @@ func checkGap(s *Spec, _ *Limits) error {
 	case s.Gap < 0 || s.Gap > time.Second:
 		return bad("gap %v must be 0 … 1s", s.Gap)
 	case s.Gap > 0 && s.Kind != KindLatency:
-		return bad("a gap between round trips applies to latency runs, not streams")
+		return bad("a gap between round trips applies to latency runs, not %s runs", s.Kind)
 	}
 	return nil
 }
@@ -373,13 +374,15 @@ func checkMsgSize(s *Spec, d *Limits) error {
 	return nil
 }
 
-func checkMTU(s *Spec, d *Limits) error {
-	switch {
-	case s.MTU == 0:
-		return nil
-	case s.MTU < 256 || s.MTU > 4096 || s.MTU&(s.MTU-1) != 0:
+func checkMTUValue(s *Spec, _ *Limits) error {
+	if s.MTU != 0 && (s.MTU < 256 || s.MTU > 4096 || s.MTU&(s.MTU-1) != 0) {
 		return bad("mtu %d must be 256, 512, 1024, 2048 or 4096 bytes (0: the port's active MTU)", s.MTU)
-	case s.MTU > d.PortAttr.ActiveMTU:
+	}
+	return nil
+}
+
+func checkMTUPort(s *Spec, d *Limits) error {
+	if s.MTU > d.PortAttr.ActiveMTU {
 		return unsupported("mtu %d exceeds %s port %d's active MTU %d", s.MTU, d.Device, d.Port, d.PortAttr.ActiveMTU)
 	}
 	return nil
