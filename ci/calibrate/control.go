@@ -8,7 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -26,6 +26,41 @@ import (
 // passive side on CPU 1, as the benchmark pins them in the guest), the
 // GID index -control-gid (the benchmark's best GID; 1 on rxe).
 
+// controlSetup takes the control's GID index and CPUs from the
+// benchmark's own configuration lines (rdmatest.Config: rdma-gid-index,
+// rdma-cpus), so that it runs where the benchmark runs; -control-gid
+// overrides the GID index.
+func controlSetup(c *config, cfg [][2]string) error {
+	c.controlCPUs = [2]int{-1, -1}
+	for _, kv := range cfg {
+		switch kv[0] {
+		case "rdma-gid-index":
+			if c.controlGID < 0 {
+				n, err := strconv.Atoi(kv[1])
+				if err != nil {
+					return fmt.Errorf("the benchmark's rdma-gid-index %q is not a number", kv[1])
+				}
+				c.controlGID = n
+			}
+		case "rdma-cpus":
+			if m := cpusLine.FindStringSubmatch(kv[1]); m != nil {
+				c.controlCPUs[0], _ = strconv.Atoi(m[1])
+				if m[2] != "unpinned" {
+					c.controlCPUs[1], _ = strconv.Atoi(m[2])
+				}
+			}
+		}
+	}
+	if c.controlGID < 0 {
+		return fmt.Errorf("no GID index for the control: the benchmark's configuration has no rdma-gid-index (no device?); give -control-gid")
+	}
+	return nil
+}
+
+// cpusLine reads rdmatest's rdma-cpus line, e.g.
+// "requester=0,passive=1(numa-local),runtime=2-7".
+var cpusLine = regexp.MustCompile(`^requester=(\d+),passive=(\d+|unpinned)`)
+
 // hasControl tells the scenarios the control can run: WRITE ping-pong.
 func hasControl(s scenario) bool { return s.program == "ib_write_lat" }
 
@@ -42,6 +77,7 @@ func controlFigures(r io.Reader, figs []figure) ([]float64, error) {
 	sc := bufio.NewScanner(r)
 	var snap *hdrhistogram.Snapshot
 	var total int64
+	probes := 0
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		switch {
@@ -63,6 +99,16 @@ func controlFigures(r io.Reader, figs []figure) ([]float64, error) {
 				return nil, fmt.Errorf("cping: %d counts, hdrhistogram-go has %d for this geometry", v[4], len(snap.Counts))
 			}
 			total = v[3]
+		case len(f) == 3 && f[0] == "cping-probe":
+			probes++
+			v, err1 := strconv.ParseInt(f[1], 10, 64)
+			idx, err2 := strconv.Atoi(f[2])
+			if err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("cping: bad probe line %q", sc.Text())
+			}
+			if want := hdrIndex(v); idx != want {
+				return nil, fmt.Errorf("cping: value %d lands in count %d, hdrhistogram-go puts it in %d: its geometry differs", v, idx, want)
+			}
 		case len(f) == 2 && (f[0] == "cping-elapsed-ns" || f[0] == "cping-preempted"):
 		case len(f) == 2 && snap != nil:
 			i, err1 := strconv.Atoi(f[0])
@@ -83,6 +129,9 @@ func controlFigures(r io.Reader, figs []figure) ([]float64, error) {
 	if h.TotalCount() != total || total == 0 {
 		return nil, fmt.Errorf("cping: %d samples in the counts, header says %d", h.TotalCount(), total)
 	}
+	if probes == 0 {
+		return nil, fmt.Errorf("cping: no cping-probe lines (its histogram geometry is unchecked)")
+	}
 	out := make([]float64, len(figs))
 	for j, fg := range figs {
 		var p float64
@@ -99,15 +148,27 @@ func controlFigures(r io.Reader, figs []figure) ([]float64, error) {
 	return out, nil
 }
 
+// hdrIndex is the index of v in hdrhistogram-go's counts for the loops'
+// geometry (1 ns … 100 s, 3 figures).
+func hdrIndex(v int64) int {
+	h := hdrhistogram.New(1, 100e9, 3)
+	if err := h.RecordValue(v); err != nil {
+		return -1
+	}
+	for i, c := range h.Export().Counts {
+		if c != 0 {
+			return i
+		}
+	}
+	return -1
+}
+
 // controlRun runs the C-only control once for s (its output kept as
 // <program>.cping.<run>) and returns its figures.
 func controlRun(ctx context.Context, c config, s scenario, run int) ([]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	cpuA, cpuB := "0", "1"
-	if runtime.NumCPU() < 2 {
-		cpuA, cpuB = "-1", "-1"
-	}
+	cpuA, cpuB := strconv.Itoa(c.controlCPUs[0]), strconv.Itoa(c.controlCPUs[1])
 	args := []string{"-d", c.dev, "-i", strconv.Itoa(perftestPort), "-x", strconv.Itoa(c.controlGID),
 		"-s", strconv.Itoa(s.size), "-n", strconv.Itoa(c.iters), "-a", cpuA, "-b", cpuB}
 	cmd := exec.CommandContext(ctx, c.control, args...)

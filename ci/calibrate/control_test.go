@@ -25,6 +25,9 @@ func TestControlFigures(t *testing.T) {
 		}
 	}
 	b.WriteString("cping-elapsed-ns 123\n")
+	for _, v := range []int64{1, 2048, 123456} {
+		fmt.Fprintf(&b, "cping-probe %d %d\n", v, hdrIndex(v))
+	}
 	out := b.String()
 	v, err := controlFigures(strings.NewReader(out), latFigures)
 	require.NoError(t, err)
@@ -40,10 +43,42 @@ func TestControlFigures(t *testing.T) {
 		{fmt.Sprintf("cping-counts 1 100000000000 3 1 %d\n-1 1\n", n), `bad count line "-1 1"`},
 		{fmt.Sprintf("cping-counts 1 100000000000 3 1 %d\n99999999 1\n", n), "bad count line"},
 		{"cping-counts x 100000000000 3 1 2048\n", "bad header"},
+		{strings.Replace(out, "cping-probe 2048 ", "cping-probe 2047 ", 1), "value 2047 lands in count 2048, hdrhistogram-go puts it in 2047"},
+		{out[:strings.Index(out, "cping-probe")], "no cping-probe lines"},
 	} {
 		_, err := controlFigures(strings.NewReader(tt.out), latFigures)
 		assert.ErrorContains(t, err, tt.want, tt.out)
 	}
 	_, err = controlFigures(strings.NewReader(out), bwFigures)
 	assert.ErrorContains(t, err, "latencies only")
+}
+
+func TestControlSetup(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		gidFlag int
+		cfg     [][2]string
+		gid     int
+		cpus    [2]int
+		err     string
+	}{
+		{"the benchmark's GID and CPUs", -1, [][2]string{{"rdma-gid-index", "3"}, {"rdma-cpus", "requester=2,passive=3(numa-local),runtime=0-1"}}, 3, [2]int{2, 3}, ""},
+		{"-control-gid wins", 1, [][2]string{{"rdma-gid-index", "3"}, {"rdma-cpus", "requester=0,passive=1(allowed)"}}, 1, [2]int{0, 1}, ""},
+		{"passive unpinned", -1, [][2]string{{"rdma-gid-index", "0"}, {"rdma-cpus", "requester=4,passive=unpinned(allowed)"}}, 0, [2]int{4, -1}, ""},
+		{"nothing pinned", -1, [][2]string{{"rdma-gid-index", "0"}, {"rdma-cpus", "unpinned"}}, 0, [2]int{-1, -1}, ""},
+		{"no device", -1, [][2]string{{"rdma-device", "none"}}, 0, [2]int{}, "no rdma-gid-index"},
+		{"a bad GID line", -1, [][2]string{{"rdma-gid-index", "x"}}, 0, [2]int{}, `rdma-gid-index "x" is not a number`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := config{controlGID: tt.gidFlag}
+			err := controlSetup(&c, tt.cfg)
+			if tt.err != "" {
+				assert.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.gid, c.controlGID)
+			assert.Equal(t, tt.cpus, c.controlCPUs)
+		})
+	}
 }

@@ -67,20 +67,21 @@ import (
 
 // config is the command line.
 type config struct {
-	dev        string
-	bench      string
-	benchDir   string
-	keep       string
-	only       string
-	iters      int
-	runs       int
-	timeout    time.Duration
-	markdown   bool
-	perftestD  string   // directory of the perftest programs ("" = PATH)
-	size, qd   int      // -size, -qd overrides (0: the scenarios' own)
-	benchArgs  []string // test binary flags that select the overridden points
-	control    string   // the C-only control program (ci/cping; "" = none)
-	controlGID int      // its GID index
+	dev         string
+	bench       string
+	benchDir    string
+	keep        string
+	only        string
+	iters       int
+	runs        int
+	timeout     time.Duration
+	markdown    bool
+	perftestD   string   // directory of the perftest programs ("" = PATH)
+	size, qd    int      // -size, -qd overrides (0: the scenarios' own)
+	benchArgs   []string // test binary flags that select the overridden points
+	control     string   // the C-only control program (ci/cping; "" = none)
+	controlGID  int      // its GID index (-1: the benchmark's)
+	controlCPUs [2]int   // its requester's and passive side's CPUs (-1: unpinned)
 }
 
 func main() {
@@ -103,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.perftestD, "perftest", "", "directory of the perftest programs (default: $PATH)")
 	fs.IntVar(&c.size, "size", 0, "message size for every scenario but the atomics (perftest -s; the benchmark's size= point via -rdma.sizes); 0: each scenario's own")
 	fs.StringVar(&c.control, "control", "", "the C-only control program (make calibrate builds .cache/cping from ci/cping): a third contestant of write_lat, rdmabench's own C loop without the Go runtime; \"\" = none")
-	fs.IntVar(&c.controlGID, "control-gid", 1, "GID index of the control (the benchmark's best GID: 1 on rxe)")
+	fs.IntVar(&c.controlGID, "control-gid", -1, "GID index of the control (default: the benchmark's, from its rdma-gid-index line)")
 	fs.IntVar(&c.qd, "qd", 0, "queue depth for every streaming scenario (perftest -t; the benchmark's qd= point via -rdma.qd); 0: each scenario's own")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -148,6 +149,12 @@ func calibrate(ctx context.Context, c *config, scs []scenario, log io.Writer) ([
 		return nil, fmt.Errorf("test binary: %w", err)
 	}
 	c.bench = bench
+	if c.control != "" {
+		if err := controlSetup(c, rdmatest.Config()); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(log, "calibrate: C-only control %s on GID index %d, CPUs %v (the benchmark's)\n", c.control, c.controlGID, c.controlCPUs)
+	}
 	fmt.Fprintf(log, "calibrate: device %s, %d iterations, %d interleaved pairs per scenario; raw outputs in %s\n", c.dev, c.iters, c.runs, c.keep)
 	var out []result
 	for _, s := range scs {

@@ -2,8 +2,9 @@
 // WRITE ping-pong — the same C loops as WriteLat (verbs/loop.c:
 // rb_run_ping in RB_PING_WRITE mode, rb_run_serve in
 // RB_SERVE_WRITE_ECHO) over the same setup (one RC QP per side on one
-// device, looped back on one port, 64-byte slots, send depth 128,
-// receive depth 512, timeout 14, retry 7) — in a process with no Go
+// device, looped back on one port, 64-byte slots, send depth 64 — so one
+// WR in 32 signaled, as the loop derives it —, receive depth 512, CQ of
+// 576, timeout 14, retry 7) — in a process with no Go
 // runtime, each loop on a thread pinned to a CPU of its own. Comparing
 // it with WriteLat and ib_write_lat in one boot tells what the Go process
 // around the loop costs.
@@ -70,7 +71,8 @@ struct side {
 	uint32_t psn;
 };
 
-enum { SLOT = 64, SEND_DEPTH = 128, RECV_DEPTH = 512 };
+// WriteLat's pair (rdmatest Spec.pairConfig for a latency run).
+enum { SLOT = 64, SEND_DEPTH = 64, RECV_DEPTH = 512 };
 
 static void side_open(struct side *s, struct ibv_context *ctx, struct ibv_pd *pd) {
 	if (!(s->cq = ibv_create_cq(ctx, SEND_DEPTH + RECV_DEPTH, NULL, NULL, 0)))
@@ -154,8 +156,10 @@ static void pin(int cpu) {
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-	if (rc)
-		die("pinning a loop's thread", rc);
+	if (rc) {
+		fprintf(stderr, "cping: pinning a loop's thread to CPU %d: %s\n", cpu, strerror(rc));
+		exit(1);
+	}
 }
 
 // preemptions is the calling thread's involuntary context switches so far
@@ -171,13 +175,14 @@ struct server {
 	rb_serve s;
 	int cpu;
 	long preempted;
+	int status;
 };
 
 static void *serve_main(void *arg) {
 	struct server *sv = arg;
 	pin(sv->cpu);
 	long p0 = preemptions();
-	rb_run_serve(&sv->s);
+	sv->status = rb_run_serve(&sv->s);
 	sv->preempted = preemptions() - p0;
 	return NULL;
 }
@@ -230,11 +235,20 @@ int main(int argc, char **argv) {
 	}
 	struct ibv_port_attr pa;
 	int rc = ibv_query_port(ctx, (uint8_t)port, &pa);
-	if (rc)
-		die("ibv_query_port", rc);
+	if (rc) {
+		fprintf(stderr, "cping: %s port %d: %s\n", dev, port, strerror(rc));
+		return 1;
+	}
+	if (pa.state != IBV_PORT_ACTIVE) {
+		fprintf(stderr, "cping: %s port %d is not ACTIVE (state %d)\n", dev, port, pa.state);
+		return 1;
+	}
 	union ibv_gid gid;
-	if ((rc = ibv_query_gid(ctx, (uint8_t)port, gid_index, &gid)))
-		die("ibv_query_gid", rc);
+	static const union ibv_gid zero;
+	if ((rc = ibv_query_gid(ctx, (uint8_t)port, gid_index, &gid)) || !memcmp(&gid, &zero, sizeof gid)) {
+		fprintf(stderr, "cping: %s port %d GID index %d: %s\n", dev, port, gid_index, rc ? strerror(rc) : "empty (all zero)");
+		return 1;
+	}
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	if (!pd)
 		die("ibv_alloc_pd", errno);
@@ -281,6 +295,11 @@ int main(int argc, char **argv) {
 	long preempted = preemptions() - p0;
 	s->ctl.stop = 1;
 	pthread_join(th, NULL);
+	// The serve loop ends stopped (the flag) unless it failed first.
+	if (sv.status != RB_OK && sv.status != RB_STOPPED) {
+		fprintf(stderr, "cping: serve loop ended with status %d (waiting %d, err %d)\n", sv.status, s->ctl.waiting, s->ctl.err);
+		return 1;
+	}
 	if (st != RB_OK) {
 		fprintf(stderr, "cping: ping loop ended with status %d (waiting %d, err %d)\n", st, p.ctl.waiting, p.ctl.err);
 		return 1;
@@ -296,6 +315,22 @@ int main(int argc, char **argv) {
 			printf("%lld %lld\n", (long long)i, (long long)p.hist.counts[i]);
 	printf("cping-elapsed-ns %lld\n", (long long)(p.ctl.t_last - p.ctl.t_first));
 	printf("cping-preempted %ld\n", preempted + sv.preempted);
+	// Where a few values land with this geometry, for calibrate to check
+	// against hdrhistogram-go (the geometry above is a port of its New).
+	static const int64_t probes[] = {1, 999, 2047, 2048, 4095, 123456, 9876543, 99999999999LL};
+	rb_hist probe;
+	rb_hist_init(&probe, 1, (int64_t)100 * 1000000000, 3);
+	for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+		int64_t before = probe.total;
+		rb_hist_add(&probe, probes[i]);
+		for (int64_t k = 0; k < probe.len && probe.total > before; k++)
+			if (probe.counts[k]) {
+				printf("cping-probe %lld %lld\n", (long long)probes[i], (long long)k);
+				probe.counts[k] = 0;
+				break;
+			}
+	}
+	free(probe.counts);
 	ibv_destroy_qp(a.qp);
 	ibv_destroy_qp(b.qp);
 	ibv_dereg_mr(a.mr);
