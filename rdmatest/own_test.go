@@ -85,7 +85,15 @@ func TestBenchmarkSkipsAndFails(t *testing.T) {
 
 	// Units registered by later runs get their Unit lines with them.
 	saved2 := Units
-	t.Cleanup(func() { Units = saved2 })
+	printedMu.Lock()
+	savedPrinted := printedUnits
+	printedMu.Unlock()
+	t.Cleanup(func() {
+		Units = saved2
+		printedMu.Lock()
+		printedUnits = savedPrinted
+		printedMu.Unlock()
+	})
 	Units = append([]Unit(nil), saved2...)
 	buf.Reset()
 	for _, u := range []string{"acks/s", "naks/s"} {

@@ -50,7 +50,7 @@ func unitCount() int {
 func printUnitsFrom(w io.Writer, from int) {
 	unitsMu.Lock()
 	defer unitsMu.Unlock()
-	for _, u := range Units[from:] {
+	for _, u := range Units[min(from, len(Units)):] {
 		fmt.Fprintf(w, "Unit %s better=%s\n", u.Name, u.Better)
 	}
 }
