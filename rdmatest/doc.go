@@ -18,6 +18,7 @@
 //	-rdma.cpus LIST     RDMA_CPUS       CPUs for the timed loops, requester first (default: the device's NUMA node)
 //	-rdma.peer H:P      RDMA_PEER       an rdmapeer on another host plays side B
 //	-rdma.peer-token T  RDMA_PEER_TOKEN the secret that peer requires
+//	-rdma.peer-token-file F  RDMA_PEER_TOKEN_FILE  the same, from a file (not visible in ps)
 //
 // [RegisterDeviceFlags] registers only the first four, for a command
 // that serves the device (cmd/rdmapeer).

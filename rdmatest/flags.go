@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -40,6 +41,7 @@ var (
 	flagPeer    = ptr(env("RDMA_PEER", ""))
 	flagCPUs    = ptr(env("RDMA_CPUS", ""))
 	flagToken   = ptr(env("RDMA_PEER_TOKEN", ""))
+	flagTokenF  = ptr(env("RDMA_PEER_TOKEN_FILE", ""))
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -58,7 +60,7 @@ func RegisterDeviceFlags(fs *flag.FlagSet) {
 
 // RegisterFlags registers on fs every flag of a benchmark or test binary:
 // the device flags of RegisterDeviceFlags and -rdma.hlog, -rdma.peer,
-// -rdma.peer-token and -rdma.cpus, each defaulting to its environment
+// -rdma.peer-token, -rdma.peer-token-file and -rdma.cpus, each defaulting to its environment
 // variable; Opts reads them once fs is parsed. [Main] calls it on
 // flag.CommandLine. Registering twice on one set panics, as every flag
 // redefinition does; sets registered apart share the values (Opts reads
@@ -68,7 +70,28 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(flagHlog, "rdma.hlog", *flagHlog, "directory for HdrHistogram .hlog files, one per benchmark [RDMA_HLOG_DIR]")
 	fs.StringVar(flagPeer, "rdma.peer", *flagPeer, "host:port of an rdmapeer that plays the passive side on another host [RDMA_PEER]")
 	fs.StringVar(flagCPUs, "rdma.cpus", *flagCPUs, "CPUs for the timed loops, requester first (a CPU list: 2,3 or 4-7, or none: not pinned); default: the device's NUMA node [RDMA_CPUS]")
-	fs.StringVar(flagToken, "rdma.peer-token", *flagToken, "shared secret the peer requires [RDMA_PEER_TOKEN]")
+	fs.StringVar(flagToken, "rdma.peer-token", *flagToken, "shared secret the peer requires (on the command line ps shows it: prefer the file or the environment) [RDMA_PEER_TOKEN]")
+	fs.StringVar(flagTokenF, "rdma.peer-token-file", *flagTokenF, "file holding the shared secret the peer requires [RDMA_PEER_TOKEN_FILE]")
+}
+
+// peerToken is the peer's secret from -rdma.peer-token or the file
+// -rdma.peer-token-file names (its first line), not both.
+func peerToken(token, file string) (string, error) {
+	switch {
+	case file == "":
+		return token, nil
+	case token != "":
+		return "", fmt.Errorf("rdmatest: both -rdma.peer-token and -rdma.peer-token-file %q are set: give one", file)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("rdmatest: -rdma.peer-token-file: %w", err)
+	}
+	t, _, _ := strings.Cut(string(b), "\n")
+	if t = strings.TrimSpace(t); t == "" {
+		return "", fmt.Errorf("rdmatest: -rdma.peer-token-file %q: its first line is empty", file)
+	}
+	return t, nil
 }
 
 // envErrs collects malformed environment values, reported by Opts.
@@ -81,7 +104,11 @@ var envErrs []error
 func Opts() (Options, error) {
 	errs := append([]error(nil), envErrs...)
 	o := Options{Device: *flagDev, Port: *flagPort, GIDIndex: *flagGID, Timeout: *flagTimeout, HlogDir: *flagHlog,
-		Peer: *flagPeer, PeerToken: *flagToken, CPUs: *flagCPUs}
+		Peer: *flagPeer, CPUs: *flagCPUs}
+	var err error
+	if o.PeerToken, err = peerToken(*flagToken, *flagTokenF); err != nil {
+		errs = append(errs, err)
+	}
 	if o.Peer != "" {
 		if _, _, err := net.SplitHostPort(o.Peer); err != nil {
 			errs = append(errs, fmt.Errorf("rdmatest: -rdma.peer %q is not host:port: %w", o.Peer, err))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -64,7 +65,7 @@ func rdmaFlags(fs *flag.FlagSet) []string {
 func TestRegisterFlags(t *testing.T) {
 	all := flag.NewFlagSet("bench", flag.ContinueOnError)
 	RegisterFlags(all)
-	assert.Equal(t, []string{"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.hlog", "rdma.peer", "rdma.peer-token", "rdma.port", "rdma.timeout"}, rdmaFlags(all))
+	assert.Equal(t, []string{"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.hlog", "rdma.peer", "rdma.peer-token", "rdma.peer-token-file", "rdma.port", "rdma.timeout"}, rdmaFlags(all))
 
 	dev := flag.NewFlagSet("peer", flag.ContinueOnError)
 	RegisterDeviceFlags(dev)
@@ -124,4 +125,34 @@ func TestOptsWithoutFlags(t *testing.T) {
 	assert.Contains(t, c.Err, `RDMA_TIMEOUT="fast" is not a duration`)
 	assert.Equal(t, 1, c.Opts.Port, "the default")
 	assert.Equal(t, 10*time.Second, c.Opts.Timeout, "the default")
+}
+
+func TestPeerToken(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+	good := write("good", "s3cret\nignored second line\n")
+	for _, tt := range []struct {
+		name, token, file, want, err string
+	}{
+		{"flag or environment", "t0k", "", "t0k", ""},
+		{"none", "", "", "", ""},
+		{"file, first line trimmed", "", good, "s3cret", ""},
+		{"both", "t0k", good, "", "both -rdma.peer-token and -rdma.peer-token-file"},
+		{"missing file", "", filepath.Join(dir, "nope"), "", "-rdma.peer-token-file: open"},
+		{"empty file", "", write("empty", "\n"), "", "its first line is empty"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := peerToken(tt.token, tt.file)
+			if tt.err != "" {
+				assert.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }

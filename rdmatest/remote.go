@@ -68,7 +68,7 @@ func (r *remote) handshake(token string) error {
 		return err
 	}
 	if ch.TokenRequired && token == "" {
-		return errors.New("the peer requires a token: set RDMA_PEER_TOKEN (or -rdma.peer-token) to the peer's")
+		return errors.New("the peer requires a token: set RDMA_PEER_TOKEN or -rdma.peer-token-file (or -rdma.peer-token) to the peer's")
 	}
 	auth := &oob.Auth{Proof: oob.ClientProof(token, ch.Nonce, nonce)}
 	if err := r.call(oob.MsgAuth, auth, oob.MsgHelloOK, &r.hello); err != nil {
