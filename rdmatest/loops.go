@@ -119,18 +119,31 @@ func (s *Side) outByte(i, off int) verbs.ByteAt {
 // the thread is ready, just before the loop: the caller starts its timer
 // there.
 func timedRun(l *verbs.Loop, cpu int, pinned func()) (verbs.LoopResult, error) {
+	var res verbs.LoopResult
+	err := onPinnedThread(cpu, func() (err error) {
+		pinned()
+		res, err = l.Run()
+		return err
+	})
+	return res, err
+}
+
+// onPinnedThread calls run on the calling goroutine's thread, locked and
+// pinned to cpu (< 0: see pinThread) for the call and restored after it,
+// and adds the thread's preemptions during run to loopPreemptions: the
+// frame of every timed loop that runs on the benchmark goroutine (the C
+// loops' timedRun, Measure's timedOps).
+func onPinnedThread(cpu int, run func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	restore, err := pinSelf(cpu)
 	if err != nil {
-		return verbs.LoopResult{}, err
+		return err
 	}
 	defer restore()
 	s0 := threadPreemptions()
-	pinned()
-	res, err := l.Run()
-	loopPreemptions.Add(threadPreemptions() - s0)
-	return res, err
+	defer func() { loopPreemptions.Add(threadPreemptions() - s0) }()
+	return run()
 }
 
 // loopPreemptions counts how often the timed loops' threads were

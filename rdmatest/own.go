@@ -3,7 +3,6 @@ package rdmatest
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -384,28 +383,26 @@ func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) {
 // goroutine's thread pinned to cpu, recording each call in rec; it
 // returns the loop's own time and, on an error, the failed call's index.
 func timedOps(b *testing.B, op func() error, rec *Recorder, cpu int) (time.Duration, int, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	restore, err := pinSelf(cpu)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer restore()
-	s0 := threadPreemptions()
-	defer func() { loopPreemptions.Add(threadPreemptions() - s0) }()
-	b.ResetTimer()
-	start := time.Now()
-	for i := range b.N {
-		t0 := time.Now()
-		if err := op(); err != nil {
-			b.StopTimer()
-			return 0, i, err
+	var elapsed time.Duration
+	n := 0 // the failed call's index; b.N when none failed
+	err := onPinnedThread(cpu, func() error {
+		b.ResetTimer()
+		start := time.Now()
+		for i := range b.N {
+			t0 := time.Now()
+			if err := op(); err != nil {
+				b.StopTimer()
+				n = i
+				return err
+			}
+			rec.Record(int64(time.Since(t0)))
 		}
-		rec.Record(int64(time.Since(t0)))
-	}
-	elapsed := time.Since(start)
-	b.StopTimer()
-	return elapsed, b.N, nil
+		elapsed = time.Since(start)
+		b.StopTimer()
+		n = b.N
+		return nil
+	})
+	return elapsed, n, err
 }
 
 // checkServed checks, after Measure's loop, that a passive side started
