@@ -3,13 +3,13 @@ package bench
 import (
 	"testing"
 
-	"github.com/rdmabench/rdmabench/rdmatest"
+	"github.com/rdmabench/rdmabench/rdmatest/scenario"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
 // The rdma_bench scenarios (Kalia, Kaminsky, Andersen, "Design Guidelines
 // for High Performance RDMA Systems", USENIX ATC'16). Each is a
-// declaration of its axes over rdmatest.Stream, with rdma_bench's
+// declaration of its axes over scenario.Stream, with rdma_bench's
 // selective-signalling invariants enforced (batch ≤ signal, qd ≥
 // 2·signal); -rdma.full runs the paper-sized sweeps. On rxe (a software
 // NIC) the absolute numbers say nothing about a ConnectX: compare shapes.
@@ -105,14 +105,14 @@ func BenchmarkHeaderOnly(b *testing.B) {
 // UD SEND_WITH_IMM (op=send); the response always comes back as a UD
 // SEND_WITH_IMM. qd is the client's window of outstanding requests.
 // msgs/s = RPCs completed per second; p50-ns … max-ns are full round
-// trips (see rdmatest.EchoRPC).
+// trips (see scenario.EchoRPC).
 func BenchmarkEchoRPC(b *testing.B) {
 	window := full([]int{1, 16}, []int{1, 4, 16, 32, 64})
 	size := full(smallSz, []int{16, 32, 256})
 	run(b, 0, []axes{
 		{op: []verbs.Opcode{verbs.OpWrite}, transport: []verbs.Transport{verbs.TransportUC}, size: size, qd: window, inline: yes},
 		{op: []verbs.Opcode{verbs.OpSendImm}, transport: ud, size: size, qd: window, inline: yes},
-	}, rdmatest.EchoRPC)
+	}, scenario.EchoRPC)
 }
 
 // BenchmarkAtomicContention: fetch-and-add and compare-and-swap whose

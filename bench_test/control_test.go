@@ -6,12 +6,13 @@ import (
 
 	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/rdmatest/benchname"
+	"github.com/rdmabench/rdmabench/rdmatest/scenario"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
 // The control path, which neither perftest nor rdma_bench measures:
 // memory registration, connection setup, CQ and QP creation. One sample
-// is one operation (see rdmatest.ControlPath); p50-ns … are per-operation
+// is one operation (see scenario.ControlPath); p50-ns … are per-operation
 // latencies, ops/s the back-to-back rate of the operation alone.
 
 // ctl is one variant of a control-path family: the product of its
@@ -19,21 +20,21 @@ import (
 // left out; every variant of a family declares the same axes, which
 // TestMatrixNames checks).
 type ctl struct {
-	op        []rdmatest.ControlOp
+	op        []scenario.ControlOp
 	size      []int
 	huge      []bool
 	depth     []int
 	transport []verbs.Transport
 }
 
-func (v ctl) points() (names []benchname.Name, cs []rdmatest.Control) {
-	names, cs = []benchname.Name{{}}, []rdmatest.Control{{}}
-	dim := func(key string, n int, apply func(c *rdmatest.Control, i int) string) {
+func (v ctl) points() (names []benchname.Name, cs []scenario.Control) {
+	names, cs = []benchname.Name{{}}, []scenario.Control{{}}
+	dim := func(key string, n int, apply func(c *scenario.Control, i int) string) {
 		if n == 0 {
 			return
 		}
 		var nn []benchname.Name
-		var nc []rdmatest.Control
+		var nc []scenario.Control
 		for k, c := range cs {
 			for i := range n {
 				c2 := c
@@ -43,14 +44,14 @@ func (v ctl) points() (names []benchname.Name, cs []rdmatest.Control) {
 		}
 		names, cs = nn, nc
 	}
-	dim("op", len(v.op), func(c *rdmatest.Control, i int) string { c.Op = v.op[i]; return string(v.op[i]) })
-	dim("transport", len(v.transport), func(c *rdmatest.Control, i int) string { c.Transport = v.transport[i]; return v.transport[i].String() })
-	dim("size", len(v.size), func(c *rdmatest.Control, i int) string { c.Size = v.size[i]; return fmt.Sprint(v.size[i]) })
-	dim("page", len(v.huge), func(c *rdmatest.Control, i int) string {
+	dim("op", len(v.op), func(c *scenario.Control, i int) string { c.Op = v.op[i]; return string(v.op[i]) })
+	dim("transport", len(v.transport), func(c *scenario.Control, i int) string { c.Transport = v.transport[i]; return v.transport[i].String() })
+	dim("size", len(v.size), func(c *scenario.Control, i int) string { c.Size = v.size[i]; return fmt.Sprint(v.size[i]) })
+	dim("page", len(v.huge), func(c *scenario.Control, i int) string {
 		c.Huge = v.huge[i]
 		return map[bool]string{false: "4K", true: "huge"}[v.huge[i]]
 	})
-	dim("depth", len(v.depth), func(c *rdmatest.Control, i int) string { c.Depth = v.depth[i]; return fmt.Sprint(v.depth[i]) })
+	dim("depth", len(v.depth), func(c *scenario.Control, i int) string { c.Depth = v.depth[i]; return fmt.Sprint(v.depth[i]) })
 	return names, cs
 }
 
@@ -73,7 +74,7 @@ func control(b *testing.B, variants ...ctl) {
 		for i, c := range cs {
 			b.Run(names[i].Sub(), func(b *testing.B) {
 				rdmatest.CheckLeaks(b)
-				rdmatest.ControlPath(b, d, c)
+				scenario.ControlPath(b, d, c)
 			})
 		}
 	}
@@ -85,9 +86,9 @@ func control(b *testing.B, variants ...ctl) {
 func BenchmarkRegMR(b *testing.B) {
 	sizes := full([]int{4 << 10, 1 << 20}, []int{4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20})
 	var vs []ctl
-	for _, op := range []rdmatest.ControlOp{rdmatest.OpRegMR, rdmatest.OpDeregMR} {
+	for _, op := range []scenario.ControlOp{scenario.OpRegMR, scenario.OpDeregMR} {
 		for _, huge := range noYes {
-			vs = append(vs, ctl{op: []rdmatest.ControlOp{op}, size: sizes, huge: []bool{huge}})
+			vs = append(vs, ctl{op: []scenario.ControlOp{op}, size: sizes, huge: []bool{huge}})
 		}
 	}
 	control(b, vs...)
@@ -96,7 +97,7 @@ func BenchmarkRegMR(b *testing.B) {
 // BenchmarkConnect: creating two QPs and connecting them to each other
 // (RESET → RTS both): connection setup rate.
 func BenchmarkConnect(b *testing.B) {
-	control(b, ctl{op: []rdmatest.ControlOp{rdmatest.OpConnect}, transport: full(rc, rcUCUD), depth: []int{128}})
+	control(b, ctl{op: []scenario.ControlOp{scenario.OpConnect}, transport: full(rc, rcUCUD), depth: []int{128}})
 }
 
 // BenchmarkCreateQueue: ibv_create_cq and ibv_create_qp with small and
@@ -104,6 +105,6 @@ func BenchmarkConnect(b *testing.B) {
 func BenchmarkCreateQueue(b *testing.B) {
 	depths := full([]int{128, 16384}, []int{128, 1024, 16384, 32767})
 	control(b,
-		ctl{op: []rdmatest.ControlOp{rdmatest.OpCreateCQ}, transport: rc, depth: depths},
-		ctl{op: []rdmatest.ControlOp{rdmatest.OpCreateQP}, transport: rc, depth: depths})
+		ctl{op: []scenario.ControlOp{scenario.OpCreateCQ}, transport: rc, depth: depths},
+		ctl{op: []scenario.ControlOp{scenario.OpCreateQP}, transport: rc, depth: depths})
 }

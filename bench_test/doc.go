@@ -41,7 +41,7 @@
 // # What is measured
 //
 // The definitions live in package rdmatest's documentation (see
-// rdmatest.Latency and rdmatest.Stream); in short:
+// scenario.Latency and scenario.Stream); in short:
 //
 //   - *Lat: one operation at a time. SendLat and WriteLat are ping-pongs:
 //     p50-ns … max-ns are half round trips (perftest's RTT/2). ReadLat

@@ -6,7 +6,7 @@ import (
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
-// Latency at an offered load: open-loop streams (rdmatest.Stream with
+// Latency at an offered load: open-loop streams (scenario.Stream with
 // Spec.Load). rate= is the offered message rate as a percentage of the
 // peak rate measured just before on the same pair; messages are due at
 // fixed intervals and every sample runs from its message's due time, so

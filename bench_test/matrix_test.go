@@ -11,6 +11,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/rdmatest/benchname"
+	"github.com/rdmabench/rdmabench/rdmatest/scenario"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -71,7 +72,7 @@ var (
 // and its spec.
 type case_ struct {
 	name benchname.Name
-	spec rdmatest.Spec
+	spec scenario.Spec
 }
 
 // expand lists the points of the variants. In -short mode only the first
@@ -80,7 +81,7 @@ func expand(tb testing.TB, op verbs.Opcode, variants []axes) []case_ {
 	var sizes []int
 	if *flagSizes != "" {
 		var err error
-		if sizes, err = rdmatest.ParseSizes(*flagSizes); err != nil {
+		if sizes, err = scenario.ParseSizes(*flagSizes); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -113,7 +114,7 @@ func expand(tb testing.TB, op verbs.Opcode, variants []axes) []case_ {
 
 // points is the cartesian product of one variant's axes.
 func points(op verbs.Opcode, v axes) []case_ {
-	pts := []case_{{spec: rdmatest.Spec{Op: op}}}
+	pts := []case_{{spec: scenario.Spec{Op: op}}}
 	dim := func(key string, n int, apply func(c *case_, i int) string) {
 		if n == 0 {
 			return
@@ -164,20 +165,20 @@ func points(op verbs.Opcode, v axes) []case_ {
 
 // latency runs a latency family.
 func latency(b *testing.B, op verbs.Opcode, variants ...axes) {
-	run(b, op, variants, rdmatest.Latency)
+	run(b, op, variants, scenario.Latency)
 }
 
 // stream runs a streaming (bandwidth) family.
 func stream(b *testing.B, op verbs.Opcode, variants ...axes) {
-	run(b, op, variants, rdmatest.Stream)
+	run(b, op, variants, scenario.Stream)
 }
 
 // atc16 runs a streaming family of the rdma_bench scenarios, with
 // rdma_bench's selective-signalling invariants enforced (Spec.SignalRules).
 func atc16(b *testing.B, op verbs.Opcode, variants ...axes) {
-	run(b, op, variants, func(b *testing.B, d *rdmatest.Dev, s rdmatest.Spec) {
+	run(b, op, variants, func(b *testing.B, d *rdmatest.Dev, s scenario.Spec) {
 		s.SignalRules = true
-		rdmatest.Stream(b, d, s)
+		scenario.Stream(b, d, s)
 	})
 }
 
@@ -187,7 +188,7 @@ func atc16(b *testing.B, op verbs.Opcode, variants ...axes) {
 // nil one): no device, no -short, no -rdma.sizes or -rdma.qd.
 var listing *[]benchname.Name
 
-func run(b *testing.B, op verbs.Opcode, variants []axes, measure func(*testing.B, *rdmatest.Dev, rdmatest.Spec)) {
+func run(b *testing.B, op verbs.Opcode, variants []axes, measure func(*testing.B, *rdmatest.Dev, scenario.Spec)) {
 	if listing != nil {
 		for _, v := range variants {
 			for _, c := range points(op, v) {

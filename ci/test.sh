@@ -26,14 +26,14 @@ step "brief fuzzing of every parser of outside input"
 # can report its own deadline as a failure ("context deadline exceeded",
 # no failing input; golang/go#75804, fixed in Go 1.27). 20000 inputs take
 # 1-7 s per target here.
-for t in ./rdmatest:FuzzParseSizes ./rdmatest/oob:FuzzDecode ./cmd/rdmapeer:FuzzSession ./ci/gate:FuzzGate ./ci/calibrate:FuzzParsePerftest ./cmd/rdmaplot:FuzzReadResults ./cmd/rdmaplot:FuzzReadHlog; do
+for t in ./rdmatest/internal/engine:FuzzParseSizes ./rdmatest/oob:FuzzDecode ./cmd/rdmapeer:FuzzSession ./ci/gate:FuzzGate ./ci/calibrate:FuzzParsePerftest ./cmd/rdmaplot:FuzzReadResults ./cmd/rdmaplot:FuzzReadHlog; do
 	pkg=${t%%:*} name=${t##*:}
 	go test -count=1 -run '^$' -fuzz "^${name}\$" -fuzztime 20000x -fuzzminimizetime 2s "$pkg"
 done
 
 step "device tests and the benchmark suite (-short) on a real RDMA device"
 mkdir -p .cache/testbin
-pkgs=(verbs rdmatest cmd/rdmapeer bench_test)
+pkgs=(verbs rdmatest/internal/engine rdmatest cmd/rdmapeer bench_test)
 for p in "${pkgs[@]}"; do
 	go test -c -o ".cache/testbin/${p//\//_}.test" "./$p"
 done

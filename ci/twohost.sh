@@ -5,7 +5,7 @@
 #   guest b runs every benchmark (-short) with -rdma.peer pointing at
 #     a, so every benchmark's passive side is on the other host, then the
 #     wire fault tests (loss, delay, link down, peer killed).
-# Needs .cache/rdmapeer and .cache/testbin/{bench_test,rdmatest}.test
+# Needs .cache/rdmapeer and .cache/testbin/{bench_test,rdmatest_internal_engine}.test
 # (ci/test.sh builds them). The peer requires a token, as on a real
 # network: guest a makes a fresh one in .cache/twohost.token (mode 600,
 # removed at the end) and reads it with -token-file; guest b waits for it
@@ -67,7 +67,7 @@ b)
 	rc=$?
 	if ((rc == 0)); then
 		echo "=== faults over the wire"
-		(cd rdmatest && RDMA_WIRE_FAULTS=1 RDMA_PEER_KILL_FILE=$kill_flag ../.cache/testbin/rdmatest.test \
+		(cd rdmatest/internal/engine && RDMA_WIRE_FAULTS=1 RDMA_PEER_KILL_FILE=$kill_flag "$root"/.cache/testbin/rdmatest_internal_engine.test \
 			-test.run '^TestWire' -test.v -test.count 1 -rdma.peer "$peer" -rdma.timeout 5s 2>&1)
 		rc=$?
 	fi

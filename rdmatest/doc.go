@@ -1,7 +1,15 @@
-// Package rdmatest is what rdmabench's tests and benchmarks stand on, in
-// the spirit of net/http/httptest: it picks and opens the RDMA device,
-// builds connected endpoints, runs the measured loops, records latencies
-// in HDR histograms and reports them as benchmark metrics.
+// Package rdmatest is what an RDMA test or benchmark of one's own needs,
+// in the spirit of net/http/httptest: it picks and opens the RDMA device
+// (skipping, or failing under CI, when there is none), checks that every
+// verbs object is released, connects loopback pairs, serves side B,
+// times a pattern of one's own and reports latencies from HDR histograms
+// as benchmark metrics, with the configuration and Unit lines benchstat
+// and the gate read.
+//
+// rdmabench's standard scenarios (bench_test's matrix) run through
+// package rdmatest/scenario; cmd/rdmapeer serves side B to another host
+// through package rdmatest/peer. All three stand on one engine, an
+// internal package: the metrics defined below are the same everywhere.
 //
 // # Device selection
 //
@@ -54,15 +62,9 @@
 //
 // # CPUs
 //
-// The measured loops busy-poll, and so does the in-process passive side
-// when it has work of its own. Latency, Stream and EchoRPC skip (with the
-// reason) a run whose busy loops outnumber GOMAXPROCS or the usable CPUs:
-// there one would wait for the other's time slice. Threads runs are
-// exempt: how the rate holds up when threads share CPUs is part of their
-// scaling curve. [Main] applies a single -test.cpu value before the first
-// benchmark and refuses a list when benchmarks run (a b.Loop benchmark
-// runs before the testing package applies the list's first value:
-// golang/go#49980).
+// [Main] applies a single -test.cpu value before the first benchmark and
+// refuses a list when benchmarks run (a b.Loop benchmark runs before the
+// testing package applies the list's first value: golang/go#49980).
 //
 // Each spinning loop runs on an OS thread of its own, locked and pinned
 // to a CPU of its own: the CPUs of the device's NUMA node (sysfs
@@ -77,19 +79,6 @@
 // run. The rdma-cpus configuration line says which CPUs were used and why
 // (",runtime=2-7" when the rest was moved; absent when no CPU was spare,
 // as in a 2-CPU guest).
-//
-// # The measured path
-//
-// Every per-operation loop of Latency, Stream (all variants, Threads
-// included), EchoRPC (client and both servers) and of the passive side
-// (local, or in rdmapeer) runs in C (package verbs: NewPing, NewServe,
-// NewStream, NewRPC): one cgo call per run, no Go code, cgo crossing or
-// allocation per operation; samples go into an HDR counts array imported
-// after the run. These benchmarks are b.N style (b.Loop cannot hand a
-// count to C): the setup of each call (pair, loops, the loop's thread)
-// is outside the timer, so every -count row is independent. One family
-// times in Go by design: ControlPath (one verbs call per sample, each a
-// system call of µs to ms: a cgo crossing is noise there).
 //
 // # Metric definitions
 //
@@ -157,14 +146,16 @@
 //   - <counter>/run: port counters (sysfs hw_counters and counters) that
 //     moved during the run, as deltas over the whole run (not per
 //     operation; the run's length is b.N operations).
-//   - Echo RPC (HERD style, see EchoRPC): one sample per RPC = the full
+//   - Echo RPC (HERD style, see scenario.EchoRPC): one sample per RPC = the full
 //     round trip (not halved) from just before the request's post call
 //     until the poll that returned its response's receive completion,
 //     with qd requests outstanding; msgs/s = RPCs completed per second.
 //   - Inbound, threads, header-only, atomics over many counters and the
-//     control path: see Stream, streamThreads and ControlPath.
+//     control path: see scenario.Stream and scenario.ControlPath, and
+//     bench_test's package doc.
 //
-// Every run verifies its results after the timed region (see verify.go:
-// payload patterns, atomics' returned values and counters, delivered
-// counts); a mismatch fails the benchmark.
+// Every standard scenario verifies its results after the timed region
+// (payload patterns, atomics' returned values and counters, delivered
+// counts), and Measure checks every operation's error, the send queue's
+// accounting and the completions awaited; a mismatch fails the benchmark.
 package rdmatest

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
+	"github.com/rdmabench/rdmabench/rdmatest/peer"
 )
 
 // device is what a session needs of the RDMA device: its description for
@@ -13,13 +14,13 @@ import (
 // is exercised without a device.
 type device interface {
 	info() oob.HelloOK
-	limits() rdmatest.Limits
+	limits() peer.Limits
 	// open creates the passive side of req (already checked by
-	// rdmatest.CheckSetup and counted against the budgets).
+	// peer.CheckSetup and counted against the budgets).
 	open(req *oob.Setup) (passive, error)
 }
 
-// passive is one session's passive side (*rdmatest.Passive).
+// passive is one session's passive side (*peer.Passive).
 type passive interface {
 	SetupOK() *oob.SetupOK
 	Start() error
@@ -42,10 +43,10 @@ func (r *rdmaDevice) info() oob.HelloOK {
 	return oob.HelloOK{Device: a.Name, Provider: a.Provider, FW: a.FWVersion, MTU: r.d.PortAttr.ActiveMTU}
 }
 
-func (r *rdmaDevice) limits() rdmatest.Limits { return r.d.Limits() }
+func (r *rdmaDevice) limits() peer.Limits { return r.d.Limits() }
 
 func (r *rdmaDevice) open(req *oob.Setup) (passive, error) {
-	p, err := rdmatest.NewPassive(r.d, req, r.timeout)
+	p, err := peer.NewPassive(r.d, req, r.timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -16,15 +16,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
+	"github.com/rdmabench/rdmabench/rdmatest/peer"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
 // fakeDev stands in for the RDMA device: it has rxe's limits and makes
 // passive sides that only count what happens to them.
 type fakeDev struct {
-	lim     rdmatest.Limits
+	lim     peer.Limits
 	panicOn string // "open", "start" or "stop": panic there
 
 	mu                  sync.Mutex
@@ -36,7 +36,7 @@ type fakeDev struct {
 
 func newFakeDev() *fakeDev {
 	return &fakeDev{
-		lim: rdmatest.Limits{
+		lim: peer.Limits{
 			Device: "rxe0",
 			Attr: verbs.DeviceAttr{Name: "rxe0", Provider: "rxe", MaxQPWR: 1048576, MaxQP: 1048560, MaxSGE: 32, MaxCQE: 32767,
 				MaxSRQ: 917503, MaxSRQWR: 1048576, MaxMRSize: 1 << 40, MaxInline: 512, AtomicCap: verbs.AtomicHCA, PhysPortCnt: 1},
@@ -51,7 +51,7 @@ func (f *fakeDev) info() oob.HelloOK {
 	return oob.HelloOK{Device: "rxe0", Provider: "rxe", FW: "1.0", MTU: 1024}
 }
 
-func (f *fakeDev) limits() rdmatest.Limits { return f.lim }
+func (f *fakeDev) limits() peer.Limits { return f.lim }
 
 func (f *fakeDev) open(req *oob.Setup) (passive, error) {
 	if f.panicOn == "open" {
@@ -59,7 +59,7 @@ func (f *fakeDev) open(req *oob.Setup) (passive, error) {
 		_ = s[req.Scenario.Size-1] // what serveWriteEcho did with size 0
 	}
 	// The real device checks again (NewPassive): so does the fake.
-	if err := rdmatest.CheckSetup(req, f.lim); err != nil {
+	if err := peer.CheckSetup(req, f.lim); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
@@ -753,9 +753,9 @@ func TestHosts(t *testing.T) {
 // counting as memory, and the message names the flag.
 func TestBudget(t *testing.T) {
 	limit := budget{QPs: 4, WRs: 100, CQEs: 100, Mem: 1 << 20}
-	c := costOf(rdmatest.Cost{QPs: 4, WRs: 100, CQEs: 100, Registered: 1 << 19, Inline: 1 << 19})
+	c := costOf(peer.Cost{QPs: 4, WRs: 100, CQEs: 100, Registered: 1 << 19, Inline: 1 << 19})
 	require.NoError(t, c.within(limit), "at every limit")
-	c = costOf(rdmatest.Cost{QPs: 5, WRs: 101, CQEs: 101, Registered: 1 << 19, Inline: 1<<19 + 1})
+	c = costOf(peer.Cost{QPs: 5, WRs: 101, CQEs: 101, Registered: 1 << 19, Inline: 1<<19 + 1})
 	err := c.within(limit)
 	require.ErrorIs(t, err, ErrOverLimit)
 	for _, want := range []string{"qps 5 exceeds this peer's limit 4 per client (-max-qps)", "(-max-wrs)", "(-max-cqe)",
@@ -763,11 +763,11 @@ func TestBudget(t *testing.T) {
 		assert.Contains(t, err.Error(), want)
 	}
 	p := pool{total: limit}
-	require.NoError(t, p.take(costOf(rdmatest.Cost{QPs: 3})))
-	require.ErrorIs(t, p.take(costOf(rdmatest.Cost{QPs: 2})), ErrOverLimit)
-	require.NoError(t, p.take(costOf(rdmatest.Cost{QPs: 1})))
-	p.give(costOf(rdmatest.Cost{QPs: 3}))
-	p.give(costOf(rdmatest.Cost{QPs: 1}))
+	require.NoError(t, p.take(costOf(peer.Cost{QPs: 3})))
+	require.ErrorIs(t, p.take(costOf(peer.Cost{QPs: 2})), ErrOverLimit)
+	require.NoError(t, p.take(costOf(peer.Cost{QPs: 1})))
+	p.give(costOf(peer.Cost{QPs: 3}))
+	p.give(costOf(peer.Cost{QPs: 1}))
 	assert.Equal(t, budget{}, p.inUse())
 }
 

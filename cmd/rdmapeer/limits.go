@@ -7,18 +7,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rdmabench/rdmabench/rdmatest"
+	"github.com/rdmabench/rdmabench/rdmatest/peer"
 )
 
 // budget is an amount of each resource a client can make the peer create
-// (see rdmatest.Cost): QPs, work requests of every queue, completion
+// (see peer.Cost): QPs, work requests of every queue, completion
 // queue entries, and memory (registered plus reserved for inline data).
 type budget struct {
 	QPs, WRs, CQEs int
 	Mem            int64
 }
 
-func costOf(c rdmatest.Cost) budget {
+func costOf(c peer.Cost) budget {
 	return budget{QPs: c.QPs, WRs: c.WRs, CQEs: c.CQEs, Mem: c.Memory()}
 }
 

@@ -28,7 +28,7 @@
 // sees only the memory registered for its own scenario, with the least
 // access that scenario needs (remote write only for WRITE, remote read
 // only for READ, remote atomic only for atomics, none for SEND). Every
-// request is validated (rdmatest.CheckSetup) and counted against the
+// request is validated (peer.CheckSetup) and counted against the
 // per-client (-max-*) and total (-total-*) limits before anything is
 // created. SIGTERM or SIGINT ends every session within seconds (QPs to
 // error, resources released, clients told); a second signal exits at

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
+	"github.com/rdmabench/rdmabench/rdmatest/scenario"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -66,22 +67,22 @@ func TestPeerServesEveryRole(t *testing.T) {
 	for i, tc := range []struct {
 		name      string
 		streaming bool
-		spec      rdmatest.Spec
+		spec      scenario.Spec
 	}{
-		{"SendLat RC (echo)", false, rdmatest.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 64}},
-		{"SendLat UD (echo)", false, rdmatest.Spec{Op: verbs.OpSend, Transport: verbs.TransportUD, Size: 64}},
-		{"WriteLat RC (write-echo)", false, rdmatest.Spec{Op: verbs.OpWrite, Transport: verbs.TransportRC, Size: 8}},
-		{"ReadLat RC (target)", false, rdmatest.Spec{Op: verbs.OpRead, Transport: verbs.TransportRC, Size: 8}},
-		{"AtomicLat RC (target)", false, rdmatest.Spec{Op: verbs.OpFetchAdd, Transport: verbs.TransportRC}},
-		{"SendBW RC (sink)", true, rdmatest.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 1024, QD: 32, Signal: 4}},
-		{"WriteBW UC 2 QPs (target)", true, rdmatest.Spec{Op: verbs.OpWrite, Transport: verbs.TransportUC, Size: 4096, QD: 16, QPs: 2, Signal: 4}},
-		{"ReadBW RC (target)", true, rdmatest.Spec{Op: verbs.OpRead, Transport: verbs.TransportRC, Size: 4096, QD: 8, Signal: 4}},
-		{"AtomicBW RC (target)", true, rdmatest.Spec{Op: verbs.OpCmpSwap, Transport: verbs.TransportRC, QD: 8, Signal: 4}},
+		{"SendLat RC (echo)", false, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 64}},
+		{"SendLat UD (echo)", false, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportUD, Size: 64}},
+		{"WriteLat RC (write-echo)", false, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportRC, Size: 8}},
+		{"ReadLat RC (target)", false, scenario.Spec{Op: verbs.OpRead, Transport: verbs.TransportRC, Size: 8}},
+		{"AtomicLat RC (target)", false, scenario.Spec{Op: verbs.OpFetchAdd, Transport: verbs.TransportRC}},
+		{"SendBW RC (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 1024, QD: 32, Signal: 4}},
+		{"WriteBW UC 2 QPs (target)", true, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportUC, Size: 4096, QD: 16, QPs: 2, Signal: 4}},
+		{"ReadBW RC (target)", true, scenario.Spec{Op: verbs.OpRead, Transport: verbs.TransportRC, Size: 4096, QD: 8, Signal: 4}},
+		{"AtomicBW RC (target)", true, scenario.Spec{Op: verbs.OpCmpSwap, Transport: verbs.TransportRC, QD: 8, Signal: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			measure := rdmatest.Latency
+			measure := scenario.Latency
 			if tc.streaming {
-				measure = rdmatest.Stream
+				measure = scenario.Stream
 			}
 			var failed string
 			r := testing.Benchmark(func(b *testing.B) {

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
+	"github.com/rdmabench/rdmabench/rdmatest/peer"
 )
 
 // limits bound what clients may make the peer create and how long they
@@ -281,10 +281,10 @@ func (c *session) serve(ctx context.Context) (err error) {
 	}
 	sc := req.Scenario
 	lim := s.dev.limits()
-	if err := rdmatest.CheckSetup(&req, lim); err != nil {
+	if err := peer.CheckSetup(&req, lim); err != nil {
 		return c.fail(ctx, err)
 	}
-	cost := costOf(rdmatest.SetupCost(&req, lim))
+	cost := costOf(peer.SetupCost(&req, lim))
 	if err := cost.within(s.lim.client); err != nil {
 		return c.fail(ctx, err)
 	}

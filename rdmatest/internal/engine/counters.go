@@ -1,0 +1,142 @@
+package engine
+
+// Port counters.
+//
+// ReadCounters reads a port's sysfs counters (counters/ and hw_counters/)
+// before and after a benchmark; Delta subtracts them and ReportCounters
+// turns the troubling ones into benchmark metrics, so that a "fast" run
+// with retransmissions or sequence errors is visible next to its result.
+//
+// Reporting choice: ReportCounters reports a counter of the delta whose
+// name contains one of WatchedCounters' substrings (retransmission,
+// sequence-error, RNR, timeout, duplicate, error and drop counters) as
+// b.ReportMetric(delta, "<name>/run"), and only when its delta is
+// non-zero. A fixed column per counter would print zeros for counters a
+// device does not have (names differ between rxe, mlx5 and others), and
+// every printed number must be true; benchstat shows a missing metric as
+// missing, which here means "none happened". The unit is "/run" because
+// the delta is a total over one execution of the benchmark function (from
+// the ReadCounters call before it to the one after, including setup),
+// not a per-operation value.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// SysfsRoot is the directory holding the RDMA devices' sysfs entries
+// (tests point it at a fake tree).
+var SysfsRoot = "/sys/class/infiniband"
+
+// Counters are a port's counter values by file name (hw_counters entries
+// carry the same names as their files; a name present in both
+// directories keeps the counters/ value under its name and the
+// hw_counters one under "hw_<name>").
+type Counters map[string]uint64
+
+// WatchedCounters are the substrings that make a counter worth reporting
+// (see ReportCounters).
+var WatchedCounters = []string{"retrans", "retry", "seq_err", "rnr", "timeout", "dup", "error", "err", "drop", "discard"}
+
+// ReadCounters reads every file of
+// <SysfsRoot>/<dev>/ports/<port>/counters and …/hw_counters. A missing
+// directory is fine as long as one of the two exists (rxe has only
+// hw_counters); a file that cannot be read or does not hold a decimal
+// number is an error naming it.
+func ReadCounters(dev string, port int) (Counters, error) {
+	c := Counters{}
+	base := filepath.Join(SysfsRoot, dev, "ports", strconv.Itoa(port))
+	found := 0
+	for _, d := range []struct{ dir, prefix string }{{"counters", ""}, {"hw_counters", "hw_"}} {
+		dir := filepath.Join(base, d.dir)
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rdmatest: reading counters: %w", err)
+		}
+		found++
+		for _, e := range ents {
+			if e.IsDir() {
+				continue
+			}
+			v, err := readCounter(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return nil, err
+			}
+			name := e.Name()
+			if _, dup := c[name]; dup {
+				name = d.prefix + name
+			}
+			c[name] = v
+		}
+	}
+	if found == 0 {
+		return nil, fmt.Errorf("rdmatest: %s has neither counters nor hw_counters", base)
+	}
+	return c, nil
+}
+
+func readCounter(path string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("rdmatest: reading counter: %w", err)
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("rdmatest: counter %s holds %q, not a number", path, strings.TrimSpace(string(b)))
+	}
+	return v, nil
+}
+
+// Delta returns after-before for every counter that grew (zero deltas
+// are left out). Counters that went backwards (a reset or wrap during the
+// run) or disappeared make it also return an error naming them; the
+// returned deltas are still valid for the other counters.
+func Delta(before, after Counters) (Counters, error) {
+	d := Counters{}
+	var bad []string
+	for name, b := range before {
+		a, ok := after[name]
+		switch {
+		case !ok:
+			bad = append(bad, fmt.Sprintf("%s disappeared (was %d)", name, b))
+		case a < b:
+			bad = append(bad, fmt.Sprintf("%s went backwards from %d to %d", name, b, a))
+		case a > b:
+			d[name] = a - b
+		}
+	}
+	for name, a := range after {
+		if _, ok := before[name]; !ok && a > 0 {
+			d[name] = a // appeared during the run: counted from 0
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return d, fmt.Errorf("rdmatest: counters not comparable: %s", strings.Join(bad, "; "))
+	}
+	return d, nil
+}
+
+// Watched tells whether a counter name contains one of WatchedCounters.
+func Watched(name string) bool {
+	return slices.ContainsFunc(WatchedCounters, func(w string) bool { return strings.Contains(name, w) })
+}
+
+// ReportCounters reports the watched counters of delta d as metrics
+// "<name>/run" (see the reporting choice at the top of this file).
+func ReportCounters(b *testing.B, d Counters) {
+	for name, v := range d {
+		if v != 0 && Watched(name) {
+			b.ReportMetric(float64(v), name+"/run")
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// fakeSysfs points SysfsRoot at a temporary tree holding files (path
+// relative to the root → content) and restores it when t ends.
+func fakeSysfs(t *testing.T, files map[string]string) {
+	t.Helper()
+	root := t.TempDir()
+	for p, content := range files {
+		full := filepath.Join(root, p)
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(content), 0o644))
+	}
+	saved := SysfsRoot
+	SysfsRoot = root
+	t.Cleanup(func() { SysfsRoot = saved })
+}
+
+func TestReadCounters(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  Counters
+		err   string
+	}{
+		{
+			name: "both directories",
+			files: map[string]string{
+				"mlx0/ports/1/counters/port_xmit_packets":          "100\n",
+				"mlx0/ports/1/counters/local_ack_timeout_err":      "0\n",
+				"mlx0/ports/1/hw_counters/out_of_sequence":         "3\n",
+				"mlx0/ports/1/hw_counters/port_xmit_packets":       "7\n",
+				"mlx0/ports/1/hw_counters/lifespan":                "10\n",
+				"mlx0/ports/2/counters/port_xmit_packets":          "999\n",
+				"mlx0/ports/1/counters/subdir/ignored_because_dir": "1\n",
+			},
+			want: Counters{"port_xmit_packets": 100, "local_ack_timeout_err": 0, "out_of_sequence": 3, "hw_port_xmit_packets": 7, "lifespan": 10},
+		},
+		{
+			name:  "hw_counters only (rxe)",
+			files: map[string]string{"mlx0/ports/1/hw_counters/rcvd_seq_err": "5"},
+			want:  Counters{"rcvd_seq_err": 5},
+		},
+		{
+			name:  "no counter directory",
+			files: map[string]string{"mlx0/ports/1/state": "4: ACTIVE"},
+			err:   "has neither counters nor hw_counters",
+		},
+		{
+			name:  "not a number",
+			files: map[string]string{"mlx0/ports/1/counters/port_rcv_errors": "N/A\n"},
+			err:   `port_rcv_errors holds "N/A", not a number`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fakeSysfs(t, tc.files)
+			got, err := ReadCounters("mlx0", 1)
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestDelta(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after Counters
+		want          Counters
+		err           string
+	}{
+		{
+			name:   "growth only, zeros dropped",
+			before: Counters{"a": 1, "b": 5, "c": 0},
+			after:  Counters{"a": 4, "b": 5, "c": 0, "new": 2},
+			want:   Counters{"a": 3, "new": 2},
+		},
+		{
+			name:   "backwards and missing",
+			before: Counters{"a": 10, "b": 1, "gone": 3},
+			after:  Counters{"a": 4, "b": 2},
+			want:   Counters{"b": 1},
+			err:    "a went backwards from 10 to 4; gone disappeared (was 3)",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Delta(tc.before, tc.after)
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+			} else {
+				assert.NoError(t, err)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestReportCounters(t *testing.T) {
+	d := Counters{"rcvd_seq_err": 2, "retry_exceeded_err": 1, "port_xmit_packets": 1000, "duplicate_request": 4}
+	r := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+		}
+		ReportCounters(b, d)
+	})
+	assert.Equal(t, map[string]float64{"rcvd_seq_err/run": 2, "retry_exceeded_err/run": 1, "duplicate_request/run": 4}, r.Extra)
+}
+
+// TestReadCountersDevice reads the real counters of the test device
+// around some traffic.
+func TestReadCountersDevice(t *testing.T) {
+	d := Device(t)
+	before, err := ReadCounters(d.Name(), d.PortNum)
+	require.NoError(t, err)
+	require.NotEmpty(t, before)
+	s := Spec{Op: verbs.OpWrite, Size: 64, QD: 16}
+	runStream(t, d, s, 200)
+	after, err := ReadCounters(d.Name(), d.PortNum)
+	require.NoError(t, err)
+	delta, err := Delta(before, after)
+	require.NoError(t, err)
+	t.Logf("counter deltas over 200 RDMA WRITEs: %v", delta)
+	assert.NotEmpty(t, delta, "200 RDMA WRITEs moved no counter at all")
+}

@@ -1,0 +1,41 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestOpenDevBadFlags: bad device selections are refused with the value
+// and what exists, before any resource beyond the device context.
+func TestOpenDevBadFlags(t *testing.T) {
+	d := Device(t) // the policy: skip without a device, fail when required
+	name, tableLen, ports := d.Name(), d.PortAttr.GIDTableLen, d.Attr().PhysPortCnt
+	beyond := ports + 1 // the first port number the device does not have
+	for _, tc := range []struct {
+		name string
+		set  func()
+		want []string
+	}{
+		{"unknown device", func() { *flagDev = "mlx9" }, []string{`"mlx9" not found`, name}},
+		{"port beyond the device's", func() { *flagDev, *flagPort = name, beyond }, []string{fmt.Sprintf("port %d ", beyond), fmt.Sprintf("ports 1..%d", ports)}},
+		{"GID index beyond the table", func() { *flagDev, *flagGID = name, 100000 }, []string{"GID index 100000", "gid_tbl_len-1"}},
+		{"GID index not populated", func() { *flagDev, *flagGID = name, tableLen-1 }, []string{"GID index", "is empty"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev, port, gid := *flagDev, *flagPort, *flagGID
+			t.Cleanup(func() { *flagDev, *flagPort, *flagGID = dev, port, gid })
+			tc.set()
+			got, err := OpenDev()
+			if err == nil {
+				got.Close()
+			}
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}

@@ -1,0 +1,160 @@
+package engine
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options are the device and measurement settings of a test binary.
+type Options struct {
+	Device   string
+	Port     int
+	GIDIndex int // -1: best GID
+	Timeout  time.Duration
+	HlogDir  string
+	// Peer is host:port of a remote rdmapeer that plays side B; empty:
+	// both sides on this device.
+	Peer      string
+	PeerToken string
+	// CPUs overrides the CPUs the timed loops are pinned to (a Linux CPU
+	// list, requester first); empty: the device's NUMA node.
+	CPUs string
+}
+
+// The settings' values: from the environment when the package is
+// initialised, then from the command line once a flag set holding them
+// (RegisterFlags, RegisterDeviceFlags) is parsed. Nothing is registered
+// on import: a program that registers nothing gets the environment and
+// the defaults.
+var (
+	flagDev     = ptr(env("RDMA_DEVICE", ""))
+	flagPort    = ptr(envInt("RDMA_PORT", 1))
+	flagGID     = ptr(envInt("RDMA_GID_INDEX", -1))
+	flagTimeout = ptr(envDuration("RDMA_TIMEOUT", 10*time.Second))
+	flagHlog    = ptr(env("RDMA_HLOG_DIR", ""))
+	flagPeer    = ptr(env("RDMA_PEER", ""))
+	flagCPUs    = ptr(env("RDMA_CPUS", ""))
+	flagToken   = ptr(env("RDMA_PEER_TOKEN", ""))
+	flagTokenF  = ptr(env("RDMA_PEER_TOKEN_FILE", ""))
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// RegisterDeviceFlags registers on fs the flags that choose the device
+// and bound every wait: -rdma.dev, -rdma.port, -rdma.gid and
+// -rdma.timeout, each defaulting to its environment variable. It is what
+// a command that serves the device (cmd/rdmapeer) needs; benchmarks
+// register them all with RegisterFlags.
+func RegisterDeviceFlags(fs *flag.FlagSet) {
+	fs.StringVar(flagDev, "rdma.dev", *flagDev, "RDMA device (default: the first device with an ACTIVE port) [RDMA_DEVICE]")
+	fs.IntVar(flagPort, "rdma.port", *flagPort, "RDMA port [RDMA_PORT]")
+	fs.IntVar(flagGID, "rdma.gid", *flagGID, "GID index; -1 = best GID (RoCE v2, IPv4-mapped) [RDMA_GID_INDEX]")
+	fs.DurationVar(flagTimeout, "rdma.timeout", *flagTimeout, "deadline for every single wait for a completion or a peer [RDMA_TIMEOUT]")
+}
+
+// RegisterFlags registers on fs every flag of a benchmark or test binary:
+// the device flags of RegisterDeviceFlags and -rdma.hlog, -rdma.peer,
+// -rdma.peer-token, -rdma.peer-token-file and -rdma.cpus, each defaulting to its environment
+// variable; Opts reads them once fs is parsed. [Main] calls it on
+// flag.CommandLine. Registering twice on one set panics, as every flag
+// redefinition does; sets registered apart share the values (Opts reads
+// what the last one parsed set).
+func RegisterFlags(fs *flag.FlagSet) {
+	RegisterDeviceFlags(fs)
+	fs.StringVar(flagHlog, "rdma.hlog", *flagHlog, "directory for HdrHistogram .hlog files, one per benchmark [RDMA_HLOG_DIR]")
+	fs.StringVar(flagPeer, "rdma.peer", *flagPeer, "host:port of an rdmapeer that plays the passive side on another host [RDMA_PEER]")
+	fs.StringVar(flagCPUs, "rdma.cpus", *flagCPUs, "CPUs for the timed loops, requester first (a CPU list: 2,3 or 4-7, or none: not pinned); default: the device's NUMA node [RDMA_CPUS]")
+	fs.StringVar(flagToken, "rdma.peer-token", *flagToken, "shared secret the peer requires (on the command line ps shows it: prefer the file or the environment) [RDMA_PEER_TOKEN]")
+	fs.StringVar(flagTokenF, "rdma.peer-token-file", *flagTokenF, "file holding the shared secret the peer requires [RDMA_PEER_TOKEN_FILE]")
+}
+
+// peerToken is the peer's secret from -rdma.peer-token or the file
+// -rdma.peer-token-file names (its first line), not both.
+func peerToken(token, file string) (string, error) {
+	switch {
+	case file == "":
+		return token, nil
+	case token != "":
+		return "", fmt.Errorf("rdmatest: both -rdma.peer-token and -rdma.peer-token-file %q are set: give one", file)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("rdmatest: -rdma.peer-token-file: %w", err)
+	}
+	t, _, _ := strings.Cut(string(b), "\n")
+	if t = strings.TrimSpace(t); t == "" {
+		return "", fmt.Errorf("rdmatest: -rdma.peer-token-file %q: its first line is empty", file)
+	}
+	return t, nil
+}
+
+// envErrs collects malformed environment values, reported by Opts.
+var envErrs []error
+
+// Opts returns the options from the flags (and their environment
+// fallbacks; without registered flags, the environment and the
+// defaults), checked: a malformed environment value or an out-of-range
+// setting is an error naming the value and the limit.
+func Opts() (Options, error) {
+	errs := append([]error(nil), envErrs...)
+	o := Options{Device: *flagDev, Port: *flagPort, GIDIndex: *flagGID, Timeout: *flagTimeout, HlogDir: *flagHlog,
+		Peer: *flagPeer, CPUs: *flagCPUs}
+	var err error
+	if o.PeerToken, err = peerToken(*flagToken, *flagTokenF); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Peer != "" {
+		if _, _, err := net.SplitHostPort(o.Peer); err != nil {
+			errs = append(errs, fmt.Errorf("rdmatest: -rdma.peer %q is not host:port: %w", o.Peer, err))
+		}
+	}
+	if o.Port < 1 || o.Port > 255 {
+		errs = append(errs, fmt.Errorf("rdmatest: -rdma.port %d is out of range 1..255", o.Port))
+	}
+	if o.GIDIndex < -1 {
+		errs = append(errs, fmt.Errorf("rdmatest: -rdma.gid %d is invalid: use -1 (best GID) or an index ≥ 0", o.GIDIndex))
+	}
+	if o.CPUs != "" && o.CPUs != "none" {
+		if _, err := parseCPUList(o.CPUs); err != nil {
+			errs = append(errs, fmt.Errorf("rdmatest: -rdma.cpus: %w", err))
+		}
+	}
+	if o.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("rdmatest: -rdma.timeout %v must be positive", o.Timeout))
+	}
+	return o, errors.Join(errs...)
+}
+
+func env(k, def string) string {
+	if v, ok := os.LookupEnv(k); ok {
+		return v
+	}
+	return def
+}
+
+// envInt and envDuration return def when k is unset; a malformed value
+// is recorded for Opts to report.
+func envInt(k string, def int) int { return envParse(k, def, strconv.Atoi, "an integer") }
+
+func envDuration(k string, def time.Duration) time.Duration {
+	return envParse(k, def, time.ParseDuration, "a duration (e.g. 10s)")
+}
+
+func envParse[T any](k string, def T, parse func(string) (T, error), what string) T {
+	s, ok := os.LookupEnv(k)
+	if !ok {
+		return def
+	}
+	v, err := parse(s)
+	if err != nil {
+		envErrs = append(envErrs, fmt.Errorf("rdmatest: %s=%q is not %s", k, s, what))
+		return def
+	}
+	return v
+}

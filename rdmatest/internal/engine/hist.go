@@ -1,0 +1,214 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
+)
+
+// Histogram geometry shared by every recorder: 1 ns … 100 s, 3
+// significant digits (values are exact to within 0.1%).
+const (
+	histLowest  = 1
+	histHighest = int64(100 * time.Second)
+	histSigFigs = 3
+)
+
+// Recorder collects latency samples (in nanoseconds) of one goroutine.
+// It is not safe for concurrent use: give each goroutine its own and
+// Merge them after the goroutines are done.
+type Recorder struct {
+	h        *hdrhistogram.Histogram
+	overflow int64 // samples above histHighest, counted, never dropped silently
+}
+
+// NewRecorder returns an empty recorder. Creating one allocates about
+// 200 KB: do it outside the measured loop.
+func NewRecorder() *Recorder {
+	return &Recorder{h: hdrhistogram.New(histLowest, histHighest, histSigFigs)}
+}
+
+// Record adds one sample of ns nanoseconds. Values below 1 ns are
+// recorded as 1 ns (the clock's resolution); values above 100 s are
+// recorded as 100 s and counted as overflow, which Report turns into a
+// test failure. It does not allocate.
+func (r *Recorder) Record(ns int64) {
+	if ns < histLowest {
+		ns = histLowest
+	}
+	if ns > histHighest {
+		r.overflow++
+		ns = histHighest
+	}
+	_ = r.h.RecordValue(ns) // in range by construction
+}
+
+// Merge adds o's samples to r.
+func (r *Recorder) Merge(o *Recorder) {
+	r.h.Merge(o.h)
+	r.overflow += o.overflow
+}
+
+// Count is the number of samples.
+func (r *Recorder) Count() int64 { return r.h.TotalCount() }
+
+// Quantile returns the value at percentile p (0..100): the smallest
+// recorded value (to 3 significant digits) that at least p% of the
+// samples are less than or equal to (nearest rank).
+func (r *Recorder) Quantile(p float64) int64 { return r.h.ValueAtPercentile(p) }
+
+// Percentiles are the quantiles every latency report carries, with their
+// metric units.
+var Percentiles = []struct {
+	P    float64
+	Unit string
+}{
+	{50, "p50-ns"}, {90, "p90-ns"}, {99, "p99-ns"}, {99.9, "p99.9-ns"}, {99.99, "p99.99-ns"},
+}
+
+// ReportLatency reports the recorder's percentiles and maximum on b
+// (p50-ns … p99.99-ns, max-ns) and, when -rdma.hlog is set, writes the
+// histogram to <dir>/<benchmark name>.hlog. Call it after the loop. A
+// recorder without samples fails b: a latency metric with nothing behind
+// it would be a lie.
+func ReportLatency(b *testing.B, r *Recorder) {
+	b.Helper()
+	reportPercentiles(b, r)
+	if o, _ := Opts(); o.HlogDir != "" {
+		if err := writeHlog(o.HlogDir, b.Name(), r); err != nil {
+			b.Errorf("rdmatest: %v", err)
+		}
+	}
+}
+
+// reportLatencyHeld is ReportLatency for a benchmark that loops over b.N
+// instead of b.Loop (every family whose loop runs in C: b.Loop cannot
+// hand a count to C): the testing package calls such a function
+// several times per run with growing b.N and reports only the last call,
+// so its .hlog interval is held back until it is known to be that call's
+// (see holdHlog). r is nil when a call has nothing to report.
+func reportLatencyHeld(b *testing.B, r *Recorder) {
+	b.Helper()
+	if r != nil {
+		reportPercentiles(b, r)
+	}
+	// A run of Benchmark (testing.Benchmark) has no name to file it under.
+	if o, _ := Opts(); o.HlogDir != "" && b.Name() != "" {
+		if err := holdHlog(o.HlogDir, b.Name(), b.N, r); err != nil {
+			b.Errorf("rdmatest: %v", err)
+		}
+	}
+}
+
+func reportPercentiles(b *testing.B, r *Recorder) {
+	b.Helper()
+	if r.Count() == 0 {
+		b.Fatal("rdmatest: no latency samples were recorded")
+	}
+	if r.overflow > 0 {
+		b.Fatalf("rdmatest: %d latency samples exceeded the histogram's 100 s range", r.overflow)
+	}
+	for _, p := range Percentiles {
+		b.ReportMetric(float64(r.Quantile(p.P)), p.Unit)
+	}
+	b.ReportMetric(float64(r.h.Max()), "max-ns")
+}
+
+// ReportRate reports msgs/s: msgs divided by the benchmark's elapsed
+// time. Call it after the loop (and after any timed drain).
+func ReportRate(b *testing.B, msgs int) {
+	b.Helper()
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(msgs)/s, "msgs/s")
+	}
+}
+
+var (
+	hlogMu sync.Mutex
+	// held is the interval of the last call of a b.N benchmark, not yet
+	// written (holdHlog).
+	held struct {
+		dir, name string
+		r         *Recorder
+	}
+)
+
+// holdHlog keeps r as the pending interval of benchmark name, called with
+// n = b.N on every call of a b.N benchmark. A run of such a benchmark
+// starts with a call with b.N = 1, so the interval held when a call with
+// n = 1 or another benchmark's arrives is the last of its run, the
+// reported one, and is written then; FlushHlog writes the last one.
+func holdHlog(dir, name string, n int, r *Recorder) error {
+	hlogMu.Lock()
+	defer hlogMu.Unlock()
+	var err error
+	if n == 1 || held.name != name {
+		err = flushHeldLocked()
+	}
+	if r != nil {
+		held.dir, held.name, held.r = dir, name, r
+	}
+	return err
+}
+
+// FlushHlog writes the interval holdHlog still holds, if any. Main calls
+// it after the tests and benchmarks.
+func FlushHlog() error {
+	hlogMu.Lock()
+	defer hlogMu.Unlock()
+	return flushHeldLocked()
+}
+
+// flushHeldLocked writes the held interval, if any, and forgets it.
+func flushHeldLocked() error {
+	if held.r == nil {
+		return nil
+	}
+	err := writeHlogLocked(held.dir, held.name, held.r)
+	held.r = nil
+	return err
+}
+
+// writeHlog appends r as one interval to dir/benchname.HlogFile(name)
+// in the HdrHistogram interval-log format (readable by HdrHistogram's
+// HistogramLogProcessor and by cmd/rdmaplot). Repeated runs (-count) of
+// one benchmark append further intervals to the same file: one per run.
+func writeHlog(dir, name string, r *Recorder) error {
+	hlogMu.Lock()
+	defer hlogMu.Unlock()
+	return writeHlogLocked(dir, name, r)
+}
+
+func writeHlogLocked(dir, name string, r *Recorder) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("hlog: %w", err)
+	}
+	path := filepath.Join(dir, benchname.HlogFile(name))
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("hlog: %w", err)
+	}
+	defer f.Close()
+	w := hdrhistogram.NewHistogramLogWriter(f)
+	if statErr != nil { // a new file gets the header
+		if err := w.OutputLogFormatVersion(); err != nil {
+			return fmt.Errorf("hlog %s: %w", path, err)
+		}
+		if err := w.OutputLegend(); err != nil {
+			return fmt.Errorf("hlog %s: %w", path, err)
+		}
+	}
+	r.h.SetTag(name)
+	if err := w.OutputIntervalHistogram(r.h); err != nil {
+		return fmt.Errorf("hlog %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// recorderOf returns a recorder with n samples.
+func recorderOf(n int) *Recorder {
+	r := NewRecorder()
+	for i := range n {
+		r.Record(int64(1000 + i))
+	}
+	return r
+}
+
+// hlogCounts returns the sample count of every interval in an .hlog file.
+func hlogCounts(t *testing.T, path string) []int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	rd := hdrhistogram.NewHistogramLogReader(f)
+	var counts []int64
+	for {
+		h, err := rd.NextIntervalHistogram()
+		require.NoError(t, err)
+		if h == nil {
+			return counts
+		}
+		counts = append(counts, h.TotalCount())
+	}
+}
+
+// A b.N benchmark's calls of one run: only the last one's interval is
+// written, one interval per run, whether the probe call had samples or not.
+func TestHoldHlogWritesOnlyTheReportedCallOfEachRun(t *testing.T) {
+	dir := t.TempDir()
+	steps := []struct {
+		name string
+		n    int
+		r    *Recorder
+	}{
+		{"BenchmarkThreads/x", 1, recorderOf(1)},     // run 1: probe
+		{"BenchmarkThreads/x", 100, recorderOf(100)}, // run 1: reported
+		{"BenchmarkThreads/x", 1, nil},               // run 2: probe without samples
+		{"BenchmarkThreads/x", 50, recorderOf(50)},   // run 2: ramp-up
+		{"BenchmarkThreads/x", 200, recorderOf(200)}, // run 2: reported
+		{"BenchmarkThreads/y", 1, recorderOf(3)},     // another benchmark: x's last run is final
+		{"BenchmarkThreads/y", 30, recorderOf(30)},
+	}
+	for _, s := range steps {
+		require.NoError(t, holdHlog(dir, s.name, s.n, s.r))
+	}
+	assert.Equal(t, []int64{100, 200}, hlogCounts(t, filepath.Join(dir, "BenchmarkThreads_x.hlog")))
+	_, err := os.Stat(filepath.Join(dir, "BenchmarkThreads_y.hlog"))
+	assert.True(t, os.IsNotExist(err), "y's last call is still held")
+
+	require.NoError(t, FlushHlog())
+	assert.Equal(t, []int64{30}, hlogCounts(t, filepath.Join(dir, "BenchmarkThreads_y.hlog")))
+	require.NoError(t, FlushHlog(), "nothing left to write")
+	assert.Equal(t, []int64{30}, hlogCounts(t, filepath.Join(dir, "BenchmarkThreads_y.hlog")))
+}

@@ -1,0 +1,192 @@
+package engine
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/rdmabench/rdmabench/verbs"
+	"golang.org/x/sys/unix"
+)
+
+// histGeometry is the C loops' view of every recorder's geometry.
+var histGeometry = func() verbs.HistGeometry {
+	g, err := verbs.NewHistGeometry(histLowest, histHighest, histSigFigs)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}()
+
+// importLoop adds the samples a C loop recorded to r: its counts array,
+// laid out as hdrhistogram-go's for the same geometry, is imported and
+// merged (outside the timed region).
+func (r *Recorder) importLoop(l *verbs.Loop, res verbs.LoopResult) error {
+	counts := make([]int64, histGeometry.CountsLen())
+	if err := l.Counts(counts); err != nil {
+		return err
+	}
+	h := hdrhistogram.Import(&hdrhistogram.Snapshot{LowestTrackableValue: histLowest,
+		HighestTrackableValue: histHighest, SignificantFigures: histSigFigs, Counts: counts})
+	if h.TotalCount() != res.Samples {
+		return fmt.Errorf("rdmatest: the loop recorded %d samples but its histogram holds %d", res.Samples, h.TotalCount())
+	}
+	r.h.Merge(h)
+	r.overflow += res.Overflow
+	return nil
+}
+
+// loopRun is one C loop on an OS thread of its own (locked, and pinned to
+// a CPU when one is given).
+type loopRun struct {
+	loop  *verbs.Loop
+	start chan struct{}
+	done  chan struct{}
+	res   verbs.LoopResult
+	err   error
+}
+
+// readyLoop starts the goroutine that will run l on a new OS thread
+// pinned to cpu (< 0: not pinned) and returns once the thread is ready;
+// go starts the loop. Everything that allocates (the goroutine, its
+// thread) happens here, before a timer starts. The goroutine ends still
+// locked, so the thread and its affinity end with it.
+func readyLoop(l *verbs.Loop, cpu int) *loopRun {
+	r := &loopRun{loop: l, start: make(chan struct{}), done: make(chan struct{})}
+	ready := make(chan struct{})
+	go func() {
+		defer close(r.done)
+		defer func() {
+			// A panic here (the C loop cannot panic; the Go around it
+			// could) ends this run with an error, not the process: a
+			// peer daemon serves other clients.
+			if p := recover(); p != nil {
+				r.err = fmt.Errorf("rdmatest: loop goroutine panicked: %v", p)
+			}
+		}()
+		runtime.LockOSThread()
+		r.err = pinThread(cpu)
+		close(ready)
+		<-r.start
+		if r.err == nil {
+			s0 := threadPreemptions()
+			r.res, r.err = l.Run()
+			loopPreemptions.Add(threadPreemptions() - s0)
+		}
+	}()
+	<-ready
+	return r
+}
+
+// begin starts the loop.
+func (r *loopRun) begin() { close(r.start) }
+
+// wait waits for the loop to return, at most timeout.
+func (r *loopRun) wait(timeout time.Duration) error {
+	select {
+	case <-r.done:
+		return r.err
+	case <-time.After(timeout):
+		return fmt.Errorf("rdmatest: the loop did not return within %v of its stop", timeout)
+	}
+}
+
+// result starts a ready loop and waits until it returns (its own waits
+// have deadlines: it does).
+func (r *loopRun) result() (verbs.LoopResult, error) {
+	r.begin()
+	<-r.done
+	return r.res, r.err
+}
+
+// inByte and outByte name byte off of QP i's incoming and outgoing slots.
+func (s *Side) inByte(i, off int) verbs.ByteAt {
+	return verbs.ByteAt{Buf: s.Buf, Off: (2*i+1)*s.slot + off}
+}
+
+func (s *Side) outByte(i, off int) verbs.ByteAt {
+	return verbs.ByteAt{Buf: s.Buf, Off: 2*i*s.slot + off}
+}
+
+// timedRun runs l on the calling goroutine's own thread, locked and
+// pinned to cpu (< 0: not pinned) for the call and restored after it:
+// the measured loops run this way, inside the timer, because handing a
+// run to another thread there would wake the scheduler (and could make
+// the runtime create a thread, which allocates). pinned is called once
+// the thread is ready, just before the loop: the caller starts its timer
+// there.
+func timedRun(l *verbs.Loop, cpu int, pinned func()) (verbs.LoopResult, error) {
+	var res verbs.LoopResult
+	err := onPinnedThread(cpu, func() (err error) {
+		pinned()
+		res, err = l.Run()
+		return err
+	})
+	return res, err
+}
+
+// onPinnedThread calls run on the calling goroutine's thread, locked and
+// pinned to cpu (< 0: see pinThread) for the call and restored after it,
+// and adds the thread's preemptions during run to loopPreemptions: the
+// frame of every timed loop that runs on the benchmark goroutine (the C
+// loops' timedRun, Measure's timedOps).
+func onPinnedThread(cpu int, run func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	restore, err := pinSelf(cpu)
+	if err != nil {
+		return err
+	}
+	defer restore()
+	s0 := threadPreemptions()
+	defer func() { loopPreemptions.Add(threadPreemptions() - s0) }()
+	return run()
+}
+
+// loopPreemptions counts how often the timed loops' threads were
+// preempted — involuntary context switches (getrusage RUSAGE_THREAD,
+// ru_nivcsw) — over their runs: each loop's thread adds its own when its
+// run ends. A spinning loop gives its CPU away only when the kernel takes
+// it: every count is a time the loop stopped for another thread (a Go
+// runtime thread, another process, a kernel thread), which lands in the
+// samples of that moment.
+var loopPreemptions atomic.Int64
+
+// threadPreemptions is the calling thread's involuntary context switches
+// so far (0 where getrusage cannot tell). It does not allocate.
+func threadPreemptions() int64 {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
+		return 0
+	}
+	return ru.Nivcsw
+}
+
+// measure runs l as b's timed region (see timedRun; the region's start,
+// beforeRun, just before it), then, untimed, runs after (if any), stops
+// the passive side resp and imports the loop's samples. Any failure ends
+// b, with the passive side's error added.
+func measure(b *testing.B, d *Dev, l *verbs.Loop, cpu int, resp *responder, after func() error) (verbs.LoopResult, *Recorder, *region) {
+	b.Helper()
+	before := beforeRun(b, d)
+	res, err := timedRun(l, cpu, b.ResetTimer)
+	b.StopTimer()
+	before.end()
+	if err == nil && after != nil {
+		err = after()
+	}
+	if err != nil {
+		resp.fatal(b, err)
+	}
+	if err := resp.Stop(); err != nil {
+		b.Fatal(err)
+	}
+	rec := NewRecorder()
+	if err := rec.importLoop(l, res); err != nil {
+		b.Fatal(err)
+	}
+	return res, rec, before
+}

@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Unit is a custom metric unit with its direction: Better is "higher" or
+// "lower".
+type Unit struct{ Name, Better string }
+
+// Units are the custom units rdmabench reports, with their direction, as
+// printed in `Unit … better=` lines (golang.org/x/perf benchfmt) so that
+// benchstat and the regression gate know which way is worse. Add one with
+// RegisterUnit.
+var Units = []Unit{
+	{"p50-ns", "lower"}, {"p90-ns", "lower"}, {"p99-ns", "lower"}, {"p99.9-ns", "lower"},
+	{"p99.99-ns", "lower"}, {"max-ns", "lower"}, {"msgs/s", "higher"},
+	{"msgs/s/thread", "higher"}, {"ops/s", "higher"}, {"MB/s", "higher"},
+	{"delivered-msgs/s", "higher"}, {"lost-msgs/op", "lower"}, {"cpu-ns/op", "lower"},
+}
+
+// Main is a TestMain for packages of device benchmarks: it registers the
+// -rdma.* flags on flag.CommandLine ([RegisterFlags], unless -rdma.dev is
+// there already), parses the flags, prints the benchmark-format
+// configuration lines that label the results (rdma-device,
+// rdma-provider, rdma-fw, rdma-node-guid, rdma-link-layer, rdma-mtu,
+// rdma-gid-type, rdma-gid-index, kernel, rdma-core) and the Unit lines,
+// then runs the tests, writes the .hlog interval still held for a b.N
+// benchmark (FlushHlog) and exits.
+//
+//	func TestMain(m *testing.M) { rdmatest.Main(m) }
+//
+// A -test.cpu list (go test -cpu 1,2) with -test.bench is refused: a
+// benchmark that uses b.Loop runs once, before the testing package
+// applies the list's first value (golang/go#49980), so every benchmark's
+// first row would be measured at the GOMAXPROCS the previous one left
+// and labelled with another. A single value is applied before any
+// benchmark runs.
+func Main(m *testing.M) {
+	if flag.Lookup("rdma.dev") == nil {
+		RegisterFlags(flag.CommandLine)
+	}
+	flag.Parse()
+	if err := applyCPUFlag(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	PrintConfig(os.Stdout)
+	printed := unitCount()
+	code := m.Run()
+	printUnitsFrom(os.Stdout, printed) // registered while the benchmarks ran
+	if err := FlushHlog(); err != nil {
+		fmt.Fprintln(os.Stderr, "rdmatest:", err)
+		code = max(code, 1)
+	}
+	os.Exit(code)
+}
+
+// applyCPUFlag sets GOMAXPROCS from a single-valued -test.cpu, and
+// refuses a list of several when benchmarks run (see Main).
+func applyCPUFlag() error {
+	cpu, bench := flag.Lookup("test.cpu"), flag.Lookup("test.bench")
+	if cpu == nil || cpu.Value.String() == "" {
+		return nil
+	}
+	list := strings.Split(cpu.Value.String(), ",")
+	if len(list) > 1 {
+		if bench != nil && bench.Value.String() != "" {
+			return fmt.Errorf("rdmatest: -test.cpu %s: give one value per go test run with benchmarks: "+
+				"a b.Loop benchmark runs once, before the testing package applies the first value (golang/go#49980), "+
+				"so each benchmark's first row would be measured at another GOMAXPROCS than its name says", cpu.Value)
+		}
+		return nil // tests run once per value, each after it is applied
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(list[0]))
+	if err != nil || n < 1 {
+		return fmt.Errorf("rdmatest: -test.cpu %q is not a positive number", list[0])
+	}
+	runtime.GOMAXPROCS(n)
+	return nil
+}
+
+// PrintConfig writes the configuration and Unit lines to w. Without a
+// device it writes `rdma-device: none` and the reason on stderr.
+func PrintConfig(w io.Writer) {
+	for _, kv := range Config() {
+		fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1])
+	}
+	printUnitsFrom(w, 0)
+}
+
+// Config returns the configuration keys and values of this machine and
+// the chosen device.
+func Config() [][2]string {
+	cfg := [][2]string{}
+	d, err := OpenDev()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rdmatest: no device for the configuration lines: %v\n", err)
+		cfg = append(cfg, [2]string{"rdma-device", "none"})
+	} else {
+		a := d.Attr()
+		cfg = append(cfg,
+			[2]string{"rdma-device", d.Name()},
+			[2]string{"rdma-provider", a.Provider},
+			[2]string{"rdma-fw", orNone(a.FWVersion)},
+			[2]string{"rdma-node-guid", guid(a.NodeGUID)},
+			[2]string{"rdma-link-layer", d.PortAttr.LinkLayer},
+			[2]string{"rdma-mtu", fmt.Sprint(d.PortAttr.ActiveMTU)},
+			[2]string{"rdma-speed", strings.ReplaceAll(fmt.Sprintf("%dx %s", d.PortAttr.ActiveWidth, d.PortAttr.ActiveSpeed), " ", "")},
+			[2]string{"rdma-gid-type", strings.ReplaceAll(d.GIDEntry.Type.String(), " ", "")},
+			[2]string{"rdma-gid-index", fmt.Sprint(d.GIDEntry.Index)},
+			[2]string{"rdma-cpus", d.cpuLine()},
+		)
+		d.Close()
+	}
+	cfg = append(cfg, [2]string{"kernel", kernelRelease()}, [2]string{"rdma-core", rdmaCoreVersion()})
+	if os.Getenv("RDMA_IN_VM") == "1" {
+		cfg = append(cfg, [2]string{"rdma-host", "qemu-vm"})
+	}
+	return cfg
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// guid formats a node GUID as ibv_devinfo does (xxxx:xxxx:xxxx:xxxx).
+func guid(g uint64) string {
+	return fmt.Sprintf("%04x:%04x:%04x:%04x", g>>48, g>>32&0xffff, g>>16&0xffff, g&0xffff)
+}
+
+func kernelRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// rdmaCoreVersion reads the rdma-core release from the name libibverbs'
+// shared object resolves to (libibverbs.so.1.14.44.0 → 44.0: rdma-core
+// names the library's minor and patch versions after its own release).
+func rdmaCoreVersion() string {
+	for _, dir := range []string{"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"} {
+		p, err := filepath.EvalSymlinks(filepath.Join(dir, "libibverbs.so.1"))
+		if err != nil {
+			continue
+		}
+		if v, ok := strings.CutPrefix(filepath.Base(p), "libibverbs.so.1."); ok {
+			if parts := strings.SplitN(v, ".", 2); len(parts) == 2 {
+				return parts[1]
+			}
+		}
+	}
+	return "unknown"
+}

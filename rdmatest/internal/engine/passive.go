@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// PassiveAccess is the least access the passive side's memory and QPs
+// need for a requester's verb: remote write for WRITE, remote read for
+// READ, remote atomic for atomics, none beyond local write for SEND. A
+// peer serving remote clients exposes nothing more.
+func PassiveAccess(op verbs.Opcode) verbs.Access {
+	a := verbs.AccessLocalWrite
+	switch op {
+	case verbs.OpWrite, verbs.OpWriteImm:
+		a |= verbs.AccessRemoteWrite
+	case verbs.OpRead:
+		a |= verbs.AccessRemoteRead
+	case verbs.OpFetchAdd, verbs.OpCmpSwap:
+		a |= verbs.AccessRemoteAtomic
+	}
+	return a
+}
+
+// Passive is the passive side of one scenario, made for a remote client
+// (by cmd/rdmapeer): its memory, QPs connected to the client's, and the
+// role it plays once started.
+type Passive struct {
+	side      *Side
+	res       Resources
+	spec      Spec
+	role      passiveRole
+	recvDepth int
+	timeout   time.Duration
+	resp      *responder
+	setup     oob.SetupOK
+}
+
+// NewPassive builds the passive side that req asks for on d and connects
+// it to the client's QPs. req is checked first (CheckSetup): an invalid
+// or inconsistent request is an error before anything is created. The
+// caller closes it.
+func NewPassive(d *Dev, req *oob.Setup, timeout time.Duration) (*Passive, error) {
+	if err := CheckSetup(req, d.Limits()); err != nil {
+		return nil, err
+	}
+	spec, err := SetupSpec(req)
+	if err != nil {
+		return nil, err
+	}
+	sc := req.Scenario
+	p := &Passive{role: passiveRole(sc.Role), recvDepth: sc.RecvDepth, timeout: timeout, spec: spec}
+	p.spec.defaults()
+	cfg := PairConfig{Transport: spec.Transport, QPs: sc.QPs, SlotSize: sc.SlotSize, SendDepth: sc.SendDepth,
+		RecvDepth: sc.RecvDepth, Inline: sc.Inline, SRQ: sc.SRQ}
+	if err := p.open(d, req, cfg, PassiveAccess(spec.Op)); err != nil {
+		p.res.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Passive) open(d *Dev, req *oob.Setup, cfg PairConfig, access verbs.Access) error {
+	pd, err := d.AllocPD()
+	if err != nil {
+		return fmt.Errorf("rdmatest: %w", err)
+	}
+	p.res.Add(pd)
+	if p.side, err = NewSide(d, pd, &p.res, cfg, cfg.SRQ, access); err != nil {
+		return err
+	}
+	if req.QKey != 0 {
+		p.side.QKey = req.QKey // the client's, for both directions
+	}
+	local, err := p.side.Endpoints(d, 1)
+	if err != nil {
+		return err
+	}
+	remote, err := fromOOB(req.Endpoints)
+	if err != nil {
+		return err
+	}
+	var targets []Target
+	for i, t := range req.Targets {
+		targets = append(targets, Target{QPN: remote[i].QPN, Addr: t.Addr, RKey: t.RKey})
+	}
+	mtu := min(req.MTU, d.PortAttr.ActiveMTU)
+	if err := p.side.Connect(d, pd, &p.res, cfg.Transport, local, remote, targets, access, mtu); err != nil {
+		return err
+	}
+	p.setup.MTU = mtu
+	for i, ep := range local {
+		p.setup.Endpoints = append(p.setup.Endpoints, toOOB(ep))
+		t := p.side.Targets()[i]
+		p.setup.Targets = append(p.setup.Targets, oob.Target{Addr: t.Addr, RKey: t.RKey})
+	}
+	return nil
+}
+
+// SetupOK is the answer for the client: the side's QPs and memory.
+func (p *Passive) SetupOK() *oob.SetupOK { return &p.setup }
+
+// Start begins the role: "sink" reposts receives, "echo" answers every
+// receive with the same verb, "write-echo" answers every WRITE with a
+// WRITE (each a C loop on a thread of its own), "target" only exposes
+// memory. The side's slots are filled with the verification pattern
+// first, as a local passive side's are (see fillPatterns).
+func (p *Passive) Start() error {
+	if p.resp != nil {
+		return errors.New("rdmatest: the passive side is already started")
+	}
+	p.side.fillPatterns(&p.spec, true)
+	if p.role == roleTarget {
+		p.resp = &responder{stopFn: func() error { return nil }}
+		return nil
+	}
+	cfg, ok := serveConfig(p.side, &p.spec, p.role, p.recvDepth, p.timeout)
+	if !ok {
+		return fmt.Errorf("rdmatest: unknown passive role %q", p.role)
+	}
+	var err error
+	p.resp, err = startServe(cfg, -1)
+	return err
+}
+
+// Stop ends the role and reports what it saw.
+func (p *Passive) Stop() (*oob.Stopped, error) {
+	err := p.resp.Stop() // the role's loop has returned: its counts are ours now
+	st := &oob.Stopped{}
+	if p.role == roleSink {
+		st.Received = uint64(p.resp.res.Recvs)
+	}
+	p.resp = nil
+	return st, err
+}
+
+// Close stops the role if it runs, moves the QPs to the error state (so
+// that every outstanding WR is flushed) and releases everything.
+func (p *Passive) Close() error {
+	var err error
+	if p.resp != nil {
+		_, err = p.Stop()
+	}
+	if p.side != nil {
+		for _, qp := range p.side.QPs {
+			qp.ToError()
+		}
+	}
+	return errors.Join(err, p.res.Close())
+}

@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// Echo RPCs in the style of HERD (Kalia et al., SIGCOMM'14; rdma_bench
+// ws-echo and ss-echo, ATC'16 §4): the client keeps a window of requests
+// outstanding, the server answers each with a UD SEND.
+//
+// Every request has a tag, k | gen<<16, where k is its window slot and
+// gen counts the slot's requests (1 … 255, then 1 again). With Op =
+// RDMA_WRITE (over UC, as HERD, or RC) the client writes the request's
+// Size bytes into slot k of the server's request region, the last byte
+// being gen; the server sweeps the slots' last bytes, as HERD's server
+// does (like HERD, this relies on the payload landing in address order,
+// so that a nonzero last byte means the whole request is there; the
+// server clears it before answering). With Op = SEND_WITH_IMM over UD the
+// request travels as a datagram whose immediate is the tag. The server
+// answers with a UD SEND_WITH_IMM of Size bytes back to the client, the
+// tag in the immediate: over WRITE the request's bytes, copied by the
+// server CPU into its response buffer; over UD SEND the bytes of its
+// receive buffer. The client checks that every response's tag is the one
+// of an outstanding request.
+
+// maxWindow bounds an echo RPC's window: every outstanding request needs
+// a posted receive for its response (RecvDepth 512, reposted 64 at a
+// time) and room in the send queues.
+const maxWindow = 256
+
+// CheckRPC validates an echo RPC spec against a device's limits (see
+// EchoRPC): the verb checks of CheckLimits for the request, the window
+// (QD, at most 256), a response that fits one UD datagram.
+func (s Spec) CheckRPC(d Limits) error {
+	s.defaults()
+	switch {
+	case s.Op == verbs.OpWrite && (s.Transport == verbs.TransportRC || s.Transport == verbs.TransportUC):
+	case s.Op == verbs.OpSendImm && s.Transport == verbs.TransportUD:
+	default:
+		return unsupported("echo RPC requests go over RDMA_WRITE (RC or UC) or SEND_WITH_IMM (UD), not %s over %s", s.Op, s.Transport)
+	}
+	if s.Batch != 1 || s.Signal != 1 || s.Event || s.SRQ || s.Bidir || s.Inbound || s.Threads != 0 || s.HeaderOnly || s.QPs != 1 {
+		return fmt.Errorf("rdmatest: echo RPCs take a verb, transport, size, window (qd) and inline only: batch %d, signal %d, qps %d, event, srq, bidir, inbound, threads and header-only do not apply",
+			s.Batch, s.Signal, s.QPs)
+	}
+	s.Kind = KindRPC
+	if err := s.CheckLimits(d); err != nil {
+		return err
+	}
+	if s.QD > maxWindow {
+		return fmt.Errorf("rdmatest: echo RPC window (qd) %d exceeds %d", s.QD, maxWindow)
+	}
+	if 2*s.QD > d.Attr.MaxQPWR {
+		return fmt.Errorf("rdmatest: echo RPC window (qd) %d needs send queues of 2 × %d WRs, above %s's max_qp_wr %d", s.QD, s.QD, d.Device, d.Attr.MaxQPWR)
+	}
+	if mtu := d.PortAttr.ActiveMTU; s.Size > mtu {
+		return unsupported("echo RPC response size %d (a UD datagram) exceeds the path MTU %d", s.Size, mtu)
+	}
+	return nil
+}
+
+// EchoRPC measures HERD-style echo RPCs (see above): spec s gives the
+// request verb and transport (RDMA_WRITE over UC or RC, SEND_WITH_IMM
+// over UD), Size, the window QD (requests outstanding) and Inline (for
+// requests and responses). Client and server are C loops (verbs.NewRPC,
+// and ServeRecvEcho or ServeWriteRPC), each on a thread pinned to its own
+// CPU. The client fills the window and completes one window of RPCs
+// (untimed), then completes b.N RPCs in the timed region — each: wait
+// for a response, check its tag, send the next request in the freed
+// slot — and then takes the window's last responses (untimed), so that
+// every request was answered. Reported: p50-ns … max-ns of the full
+// round trip (not halved) from just before the request's post call
+// until the poll that returned its response; msgs/s = RPCs completed per
+// second of the loop's own clock. It runs with both sides in this
+// process only.
+func EchoRPC(b *testing.B, d *Dev, s Spec) {
+	b.Helper()
+	s.Kind = KindRPC
+	s.defaults()
+	if d.Opts.Peer != "" {
+		b.Skip(unsupported("the echo RPC server runs in this process, not in a remote peer (-rdma.peer)"))
+	}
+	if err := s.CheckRPC(d.Limits()); err != nil {
+		skipOrFail(b, err)
+	}
+	if err := checkProcs(2); err != nil { // client and server
+		b.Skip(err)
+	}
+	b.ReportAllocs()
+	timeout := d.Opts.Timeout
+	cpus := d.loopCPUs(2)
+	stride := (s.Size + 63) &^ 63
+	cfg := PairConfig{Transport: s.Transport, SlotSize: s.QD * stride, SendDepth: 2 * s.QD}
+	if s.Inline {
+		cfg.Inline = s.Size
+	}
+	req := NewPair(b, d, cfg)
+	defer req.close()
+	client := verbs.RPCConfig{QP: req.A.QPs[0], ReqCQ: req.A.CQ, RespCQ: req.A.CQ, WR: sendWR(&s, req.A, 0),
+		Out: req.A.outByte(0, 0), Window: s.QD, Stride: stride, Size: s.Size, RecvQP: req.A.QPs[0],
+		Recv: req.A.In(0, recvBytes(&s)), RecvDepth: req.Cfg.RecvDepth, SendDepth: cfg.SendDepth,
+		RPCs: int64(b.N), Timeout: timeout, Hist: histGeometry}
+	var server verbs.ServeConfig
+	if s.Op == verbs.OpWrite {
+		// Responses come back over UD, on a pair of their own.
+		cfg.Transport = verbs.TransportUD
+		rp := NewPair(b, d, cfg)
+		defer rp.close()
+		client.RespCQ, client.RecvQP, client.Recv = rp.A.CQ, rp.A.QPs[0], rp.A.In(0, s.Size+grhBytes)
+		wr := verbs.SendWR{Op: verbs.OpSendImm, NumSGE: 1, UD: rp.B.Peer[0].Dest}
+		wr.SGE[0] = rp.B.Out(0, s.Size)
+		if s.Inline {
+			wr.Flags |= verbs.FlagInline
+		}
+		server = verbs.ServeConfig{Mode: verbs.ServeWriteRPC, CQ: rp.B.CQ, QPs: rp.B.QPs, WR: wr, SendDepth: rp.B.depth,
+			Req: req.B.inByte(0, 0), Resp: rp.B.outByte(0, 0), Window: s.QD, Stride: stride, Size: s.Size,
+			Timeout: timeout, Idle: timeout}
+	} else {
+		server, _ = serveConfig(req.B, &s, roleEcho, req.Cfg.RecvDepth, timeout)
+	}
+	resp, err := startServe(server, cpus[1])
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Stop()
+	c, err := verbs.NewRPC(client)
+	if err != nil {
+		resp.fatal(b, err)
+	}
+	defer c.Close()
+	// Fill the window, then complete one window of RPCs (untimed,
+	// unrecorded): the first pass pays one-time costs that are not the
+	// RPC's.
+	if err := c.Warm(int64(s.QD)); err != nil {
+		resp.fatal(b, err)
+	}
+	res, rec, before := measure(b, d, c, cpus[0], resp, c.Drain)
+	reportLatencyHeld(b, rec)
+	reportLoopRate(b, "msgs/s", res.Ops, res.Elapsed())
+	before.report(b, d, int64(b.N))
+}

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rdmabench/rdmabench/rdmatest/benchname"
+)
+
+var unitsMu sync.Mutex
+
+// RegisterUnit adds a custom unit and its direction (better "higher" or
+// "lower") to Units, so that its `Unit … better=` line is printed (by
+// Main: at the start, or after the run for a unit registered while the
+// benchmarks ran; by Benchmark with its result) and benchstat and the
+// gate know which way is worse. Registering a unit again with the same
+// direction does nothing; with the other direction it is an error.
+func RegisterUnit(name, better string) error {
+	if better != "higher" && better != "lower" {
+		return fmt.Errorf("rdmatest: unit %q: better=%q: want higher or lower", name, better)
+	}
+	if name == "" || strings.ContainsAny(name, " \t\n") {
+		return fmt.Errorf("rdmatest: unit %q: a unit is one word", name)
+	}
+	unitsMu.Lock()
+	defer unitsMu.Unlock()
+	if i := slices.IndexFunc(Units, func(u Unit) bool { return u.Name == name }); i >= 0 {
+		if Units[i].Better != better {
+			return fmt.Errorf("rdmatest: unit %q is registered as better=%s, not %s", name, Units[i].Better, better)
+		}
+		return nil
+	}
+	Units = append(Units, Unit{name, better})
+	return nil
+}
+
+func unitCount() int {
+	unitsMu.Lock()
+	defer unitsMu.Unlock()
+	return len(Units)
+}
+
+// printUnitsFrom writes the Unit lines of Units[from:].
+func printUnitsFrom(w io.Writer, from int) {
+	unitsMu.Lock()
+	defer unitsMu.Unlock()
+	for _, u := range Units[min(from, len(Units)):] {
+		fmt.Fprintf(w, "Unit %s better=%s\n", u.Name, u.Better)
+	}
+}
+
+// notes keeps, for each *testing.B that Benchmark runs, why it failed or
+// was skipped: testing.Benchmark discards a run's messages.
+var notes sync.Map // testing.TB → *[]string
+
+func keepNote(tb testing.TB, args []any) {
+	if v, ok := notes.Load(tb); ok {
+		l := v.(*[]string)
+		*l = append(*l, fmt.Sprint(args...))
+	}
+}
+
+// fatal is tb.Fatal, the message kept for Benchmark.
+func fatal(tb testing.TB, args ...any) {
+	tb.Helper()
+	keepNote(tb, args)
+	tb.Fatal(args...)
+}
+
+// skip is tb.Skip, the reason kept for Benchmark.
+func skip(tb testing.TB, args ...any) {
+	tb.Helper()
+	keepNote(tb, args)
+	tb.Skip(args...)
+}
+
+// BenchmarkOutput is where Benchmark writes its results.
+var BenchmarkOutput io.Writer = os.Stderr
+
+var (
+	configOnce   sync.Once
+	printedMu    sync.Mutex
+	printedUnits int // Units whose Unit lines Benchmark has written
+)
+
+// Benchmark runs f as testing.Benchmark does — for an Example or a
+// program of one's own, where `go test -bench` does not run it — and
+// writes the result to BenchmarkOutput (standard error) in the benchmark
+// format: the configuration lines (once), the Unit lines, and
+// "Benchmark<name>-<GOMAXPROCS>" with its metrics, so that benchstat and
+// the regression gate read it like `go test -bench` output. A skipped run
+// (no device, and none required) writes why and returns a zero result. A
+// failed run panics with the reason rdmatest gave; testing.Benchmark
+// discards the run's own messages, so a failure of f's own code (b.Fatal)
+// is reported without its text. name is a benchmark name without the
+// Benchmark prefix and the -N suffix (rdmatest/benchname); -rdma.hlog
+// does not apply (testing.Benchmark gives the run no name to file it
+// under).
+func Benchmark(name string, f func(b *testing.B)) testing.BenchmarkResult {
+	var failed, skipped bool
+	var msgs []string
+	if n, err := benchname.Parse(name); err != nil || n.Procs != 0 {
+		panic(fmt.Sprintf("rdmatest: Benchmark(%q): not a benchmark name without the Benchmark prefix and -N suffix, such as Commit/size=4096 (%v)", name, err))
+	}
+	res := testing.Benchmark(func(b *testing.B) {
+		notes.Store(b, &msgs)
+		// Registered first, so it runs after every cleanup f registers
+		// (the leak check, closing the pair and the device), whose
+		// failures count too.
+		b.Cleanup(func() {
+			failed, skipped = failed || b.Failed(), skipped || b.Skipped()
+			notes.Delete(b)
+		})
+		f(b)
+	})
+	switch {
+	case failed:
+		if len(msgs) == 0 {
+			msgs = []string{"failed (testing.Benchmark discards the message: run it with go test -bench to see it)"}
+		}
+		panic(fmt.Sprintf("rdmatest: Benchmark%s: %s", name, strings.Join(msgs, "; ")))
+	case skipped || res.N == 0:
+		fmt.Fprintf(BenchmarkOutput, "rdmatest: Benchmark%s skipped: %s\n", name, strings.Join(msgs, "; "))
+		return res
+	}
+	printedMu.Lock()
+	configOnce.Do(func() {
+		PrintConfig(BenchmarkOutput)
+		printedUnits = unitCount()
+	})
+	printUnitsFrom(BenchmarkOutput, printedUnits) // units registered since, by Measure
+	printedUnits = unitCount()
+	printedMu.Unlock()
+	fmt.Fprintf(BenchmarkOutput, "Benchmark%s-%d\t%s\t%s\n", name, runtime.GOMAXPROCS(0), res.String(), res.MemString())
+	return res
+}

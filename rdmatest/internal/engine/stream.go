@@ -1,0 +1,334 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// Stream measures spec s as a stream: QD WRs outstanding per QP, posted
+// Batch at a time round-robin over the QPs, one in Signal signaled. The
+// loop runs in C, on a thread pinned to its own CPU (so does the
+// in-process passive side), with b.N messages. It reports MB/s (payload
+// bytes per second, 1 MB = 10^6 B) and msgs/s, both from the loop's own
+// clock: from just before the first post to the poll that returned the
+// last completion (perftest's BW average); and latency under load
+// (p50-ns … max-ns: from just before the post call that carried a
+// signaled WR until the poll that returned its completion). ns/op is the
+// testing timer around the one call divided by b.N. After the run the
+// results are verified (see verifyStream; SEND streams count delivered
+// messages, see sinkReport). Unsupported combinations are skipped,
+// invalid ones fail.
+//
+// Variants, by Spec field:
+//
+//   - Bidir: side B streams the mirror of A's stream to A at the same
+//     time (B's QP i to A's QP i, same verb, size and knobs): two C loops
+//     on two pinned threads, B's starting when A posts its first message,
+//     b.N messages each. The time runs from A's first post until the
+//     later of the two loops' last completions (each side keeps its own
+//     receives stocked until the other's messages have all arrived).
+//     MB/s counts the payload of both directions, msgs/s = 2·b.N /
+//     elapsed, and the latency percentiles merge both sides' samples.
+//   - Inbound: msgs/s is the passive side's rate: R / (t_last − t_post),
+//     where R receives completed at B, t_last is when B's poll last
+//     returned receive completions and t_post the requester's first post
+//     (one clock: both loops run in this process). No MB/s is reported;
+//     ns/op and the latency percentiles stay the requester's.
+//   - Threads ≥ 1: see streamThreads.
+//   - Counters, Stride (atomics): WR k of a QP targets counter k mod
+//     Counters, at Stride·(k mod Counters) bytes into the passive side's
+//     slot of that QP.
+func Stream(b *testing.B, d *Dev, s Spec) {
+	b.Helper()
+	s.begin(b, d, KindStream)
+	if s.Threads > 0 { // may oversubscribe on purpose: see streamThreads
+		streamThreads(b, d, s)
+		return
+	}
+	busy := s.busyGoroutines(d)
+	if err := checkProcs(busy); err != nil {
+		b.Skip(err)
+	}
+	b.ReportAllocs()
+	p := NewPair(b, d, s.pairConfig())
+	defer p.close()
+	p.fillPatterns(&s)
+	cpus := d.loopCPUs(busy)
+	n := int64(b.N)
+	var resp *responder
+	var err error
+	if !s.Bidir {
+		if resp, err = p.startPassive(&s, cpus[1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	defer resp.Stop()
+	var offered float64
+	var interval time.Duration
+	if s.Load > 0 {
+		peak, err := p.peakRate(&s, cpus[0])
+		if err != nil {
+			resp.fatal(b, err)
+		}
+		offered = s.Load * peak
+		interval = time.Duration(float64(time.Second) / offered)
+	}
+	var recvsBefore int64
+	if s.Load > 0 && resp != nil && s.consumesRecv() {
+		recvsBefore = p.settle(resp, &s, peakMsgs+int64(len(p.A.QPs))) // the peak run's messages and markers
+	}
+	a, err := newStreamLoop(p, p.A, &s, n, interval)
+	if err != nil {
+		resp.fatal(b, err)
+	}
+	defer a.Close()
+	var mirror *loopRun
+	if s.Bidir {
+		m, err := newStreamLoop(p, p.B, &s, n, 0)
+		if err == nil {
+			err = m.Follow(a)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer m.Close()
+		mirror = readyLoop(m, cpus[1])
+		defer m.Stop()
+	}
+
+	if mirror != nil {
+		mirror.begin() // it waits (in C) for A's first post
+	}
+	before := beforeRun(b, d)
+	res, err := timedRun(a, cpus[0], b.ResetTimer)
+	var mres verbs.LoopResult
+	if err == nil && mirror != nil {
+		err = mirror.wait(d.Opts.Timeout)
+		mres = mirror.res
+	}
+	b.StopTimer()
+	before.end()
+	if err != nil {
+		resp.fatal(b, err)
+	}
+	sink, err := p.stopSink(resp, &s, recvsBefore, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := NewRecorder()
+	if err := rec.importLoop(a, res); err != nil {
+		b.Fatal(err)
+	}
+	elapsed, msgs := res.Elapsed(), n
+	if mirror != nil {
+		if err := rec.importLoop(mirror.loop, mres); err != nil {
+			b.Fatal(err)
+		}
+		elapsed, msgs = time.Duration(max(res.Last, mres.Last)-res.First), 2*n
+	}
+	if rec.Count() == 0 && noSignaledWR(&s, n) {
+		// The testing package's first, one-iteration call of a b.N
+		// benchmark can end before any signaled WR (only the uncounted
+		// end markers): no latency to report, which is not an error.
+		rec = nil
+	}
+	if err := p.verifyStream(&s, n); err != nil {
+		b.Fatal(err)
+	}
+	reportLatencyHeld(b, rec)
+	switch {
+	case s.Inbound:
+		sink.reportInbound(b, res.First)
+	default:
+		reportLoopRate(b, "msgs/s", msgs, elapsed)
+		b.ReportMetric(float64(msgs*int64(s.Size))/1e6/elapsed.Seconds(), "MB/s")
+	}
+	if s.Load > 0 {
+		b.ReportMetric(offered, "offered-msgs/s")
+		if achieved := float64(n) / elapsed.Seconds(); n >= minLoadMsgs && achieved < 0.95*offered {
+			// Kept, not skipped: a row skipped after its runs prints
+			// "0 NaN ns/op"; msgs/s next to offered-msgs/s shows it.
+			b.Logf("rdmatest: offered %.0f msgs/s (%.0f%% of the peak measured just before), achieved %.0f msgs/s: the device did not sustain this load", offered, 100*s.Load, achieved)
+		}
+	}
+	sink.reportDelivery(b, &s, n, elapsed)
+	before.report(b, d, int64(b.N))
+}
+
+// newStreamLoop builds the C stream of s from side from (p.A, or p.B for
+// a bidir mirror) with n messages, open-loop at one message per interval
+// when interval > 0.
+func newStreamLoop(p *Pair, from *Side, s *Spec, n int64, interval time.Duration) (*verbs.Loop, error) {
+	cfg := verbs.StreamConfig{CQ: from.CQ, Msgs: n, QD: s.QD, Batch: s.Batch, Signal: s.Signal, SendDep: p.Cfg.SendDepth, Interval: interval,
+		Counters: s.Counters, Stride: s.Stride, CmpSwap: s.Op == verbs.OpCmpSwap, Timeout: p.Dev.Opts.Timeout, Hist: histGeometry}
+	for i, qp := range from.QPs {
+		wr := sendWR(s, from, i)
+		if s.HeaderOnly {
+			wr.NumSGE = 0
+		}
+		cfg.QPs = append(cfg.QPs, verbs.StreamQP{QP: qp, WR: wr, Marker: marker(p, from, s, i)})
+	}
+	if s.Bidir && s.consumesRecv() {
+		// On RC the other side's messages wait (RNR) for a receive: keep
+		// reposting until all have arrived. UC and UD drop a message that
+		// finds none, as they drop any: the side stops with its stream.
+		cfg.RecvDepth = p.Cfg.RecvDepth
+		if s.Transport == verbs.TransportRC {
+			cfg.ExpectRecvs = n
+		}
+		for i := range from.QPs {
+			cfg.Recv = append(cfg.Recv, from.In(i, recvBytes(s)))
+		}
+	}
+	l, err := verbs.NewStream(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("rdmatest: %w", err)
+	}
+	return l, nil
+}
+
+// marker is the completion marker of QP i of side a: a signaled WR of the
+// same class as the stream's verb, so that the passive side needs no
+// access it does not grant already (a remote peer grants only what the
+// scenario needs), and that moves no payload of the stream's: a zero-byte
+// SEND (to a remote peer or on UD; otherwise an RDMA WRITE), RDMA WRITE
+// or RDMA READ, or for atomics a fetch-and-add of 0 on the first counter
+// (its 8 bytes come back into the requester's "in" slot).
+func marker(p *Pair, a *Side, s *Spec, i int) verbs.SendWR {
+	t := a.Peer[i]
+	m := verbs.SendWR{Flags: verbs.FlagSignaled, RemoteAddr: t.Addr, RKey: t.RKey, UD: t.Dest}
+	switch {
+	case s.isSend() && (p.remote != nil || s.Transport == verbs.TransportUD):
+		// A remote peer grants no remote write for SEND, and UD has
+		// nothing else; locally an RDMA WRITE keeps receive counts exact.
+		m.Op = verbs.OpSend
+	case s.Op == verbs.OpRead:
+		m.Op = verbs.OpRead
+	case s.isAtomic():
+		m.Op, m.NumSGE, m.SGE[0] = verbs.OpFetchAdd, 1, a.In(i, 8)
+	default:
+		m.Op = verbs.OpWrite
+	}
+	return m
+}
+
+// sinkReport is what the in-process passive side of a stream saw (nil
+// res: no local sink: the NIC alone served the verb, or a remote peer did).
+type sinkReport struct {
+	res    *verbs.LoopResult
+	before int64 // receives seen before the measured stream
+	want   int64 // receives seen when all its messages (and markers) arrived
+}
+
+// stopSink stops the passive side of a stream of n messages, begun when
+// it had seen before receives (an earlier run on the same pair: the peak
+// of an offered-load run). A local sink
+// is first given time to poll every receive the stream produced: on RC
+// all of them must arrive (within the deadline); on UC and UD it waits
+// until the count stops moving for 20 ms (messages may be lost).
+func (p *Pair) stopSink(resp *responder, s *Spec, before, n int64) (*sinkReport, error) {
+	r := &sinkReport{before: before}
+	if resp == nil || resp.run == nil || !s.consumesRecv() {
+		return r, resp.Stop()
+	}
+	r.want = before + n
+	if s.isSend() && s.Transport == verbs.TransportUD {
+		for i := range p.A.QPs { // UD markers are SENDs: they consume a receive
+			if ni := msgsPerQP(n, s.Batch, len(p.A.QPs), i); ni > 0 && ni%int64(s.Signal) != 0 {
+				r.want++
+			}
+		}
+	}
+	p.settle(resp, s, r.want)
+	err := resp.Stop()
+	r.res = &resp.res
+	return r, err
+}
+
+// reportInbound reports msgs/s as the passive side saw it: see Stream's
+// Inbound. first is the requester's first post (the same clock: both
+// loops run in this process).
+func (r *sinkReport) reportInbound(b *testing.B, first int64) {
+	b.Helper()
+	if r.res == nil {
+		b.Fatal("rdmatest: side=responder needs the in-process passive side's receive counts")
+	}
+	reportLoopRate(b, "msgs/s", r.res.Recvs-r.before, time.Duration(r.res.RecvT1-first))
+}
+
+// reportDelivery checks and reports the receives a local sink counted
+// for a stream of n messages that took elapsed: on RC every message must
+// have arrived; on UC and UD, delivered-msgs/s (messages received per
+// second of the sender's time) and lost-msgs/op (the fraction of
+// messages sent that never arrived).
+func (r *sinkReport) reportDelivery(b *testing.B, s *Spec, n int64, elapsed time.Duration) {
+	b.Helper()
+	if r.res == nil {
+		return
+	}
+	if s.Transport == verbs.TransportRC {
+		r.checkRC(b, s)
+		return
+	}
+	b.ReportMetric(float64(r.delivered(n))/elapsed.Seconds(), "delivered-msgs/s")
+	b.ReportMetric(float64(n-r.delivered(n))/float64(n), "lost-msgs/op")
+}
+
+// delivered is how many of the stream's n messages the sink received (a
+// UD completion marker, when one was sent, is not a message).
+func (r *sinkReport) delivered(n int64) int64 { return min(r.res.Recvs-r.before, n) }
+
+// checkRC fails b unless a local sink of an RC stream received every
+// message.
+func (r *sinkReport) checkRC(b *testing.B, s *Spec) {
+	b.Helper()
+	if r.res != nil && s.Transport == verbs.TransportRC && r.res.Recvs != r.want {
+		b.Fatalf("rdmatest: verification: the passive side received %d messages, expected %d (RC delivers every message)", r.res.Recvs, r.want)
+	}
+}
+
+// peakMsgs is the length of the closed-loop run that measures the peak
+// rate of an offered-load run.
+const peakMsgs = 5000
+
+// settle waits until a local sink has seen want receives, on RC within
+// the deadline (every message arrives), on UC and UD until its count
+// stops moving for 20 ms (messages may be lost), and returns its count.
+func (p *Pair) settle(resp *responder, s *Spec, want int64) int64 {
+	deadline := time.Now().Add(p.Dev.Opts.Timeout)
+	last, still := resp.recvs(), time.Now()
+	for last < want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+		if got := resp.recvs(); got != last {
+			last, still = got, time.Now()
+		} else if (s.Transport != verbs.TransportRC || last >= want-int64(len(p.A.QPs))) && time.Since(still) > 20*time.Millisecond {
+			break
+		}
+	}
+	return last
+}
+
+// minLoadMsgs is the smallest offered-load run whose achieved rate is
+// compared with the offered one (the testing package's first call of a
+// benchmark runs one message).
+const minLoadMsgs = 1000
+
+// peakRate measures the closed-loop message rate of s on p (untimed
+// setup of an offered-load run): a stream of peakMsgs messages.
+func (p *Pair) peakRate(s *Spec, cpu int) (float64, error) {
+	closed := *s
+	closed.Load = 0
+	l, err := newStreamLoop(p, p.A, &closed, peakMsgs, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	res, err := readyLoop(l, cpu).result()
+	if err != nil {
+		return 0, fmt.Errorf("rdmatest: measuring the peak rate: %w", err)
+	}
+	return float64(res.Ops) / res.Elapsed().Seconds(), nil
+}

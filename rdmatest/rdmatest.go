@@ -1,0 +1,202 @@
+package rdmatest
+
+import (
+	"flag"
+	"io"
+	"testing"
+
+	"github.com/rdmabench/rdmabench/rdmatest/internal/engine"
+)
+
+// Device and flags.
+
+// Dev is an open RDMA device with the port and GID the tests use.
+type Dev = engine.Dev
+
+// Options are the settings of the -rdma.* flags, checked.
+type Options = engine.Options
+
+// Main is a TestMain for packages of device tests and benchmarks: it
+// registers the -rdma.* flags on flag.CommandLine (unless -rdma.dev is
+// there already), parses them, prints the benchmark-format configuration
+// and Unit lines, runs the tests and benchmarks, prints the Unit lines of
+// units registered meanwhile, writes the held .hlog interval, and exits.
+//
+//	func TestMain(m *testing.M) { rdmatest.Main(m) }
+func Main(m *testing.M) { engine.Main(m) }
+
+// RegisterFlags registers on fs every -rdma.* flag of a benchmark or test
+// binary (see the package doc), each defaulting to its environment
+// variable. Nothing registers them on import.
+func RegisterFlags(fs *flag.FlagSet) { engine.RegisterFlags(fs) }
+
+// RegisterDeviceFlags registers on fs only the flags that choose the
+// device and bound every wait (-rdma.dev, -rdma.port, -rdma.gid,
+// -rdma.timeout): what a command that serves the device registers.
+func RegisterDeviceFlags(fs *flag.FlagSet) { engine.RegisterDeviceFlags(fs) }
+
+// Opts returns the options from the flags (and their environment
+// fallbacks; without registered flags, the environment and the
+// defaults), checked: a bad value is an error naming it and its limit.
+func Opts() (Options, error) { return engine.Opts() }
+
+// Required tells whether a device must exist: under CI=true or
+// RDMA_REQUIRE=1 a missing device fails tests instead of skipping them
+// (RDMA_REQUIRE=0 overrides CI=true).
+func Required() bool { return engine.Required() }
+
+// Device opens the device chosen by the flags, checks its port and GID,
+// and closes it when tb ends. Without a device tb is skipped, or fails
+// when Required. It also registers the leak check (see CheckLeaks).
+func Device(tb testing.TB) *Dev { return engine.Device(tb) }
+
+// OpenDev opens the device chosen by the flags without a testing.TB (for
+// TestMain and commands); the caller closes it.
+func OpenDev() (*Dev, error) { return engine.OpenDev() }
+
+// CheckLeaks fails tb if verbs objects created after this call are still
+// open when tb ends (after the cleanups registered later), naming each
+// object's kind and creation site.
+func CheckLeaks(tb testing.TB) { engine.CheckLeaks(tb) }
+
+// Close registers c.Close as a cleanup of tb, failing tb if it errs.
+func Close(tb testing.TB, c interface{ Close() error }) { engine.Close(tb, c) }
+
+// Config returns the configuration keys and values of this machine and
+// the chosen device (the rdma-* lines of the benchmark output).
+func Config() [][2]string { return engine.Config() }
+
+// PrintConfig writes the configuration and Unit lines to w. Without a
+// device it writes `rdma-device: none` and the reason on stderr.
+func PrintConfig(w io.Writer) { engine.PrintConfig(w) }
+
+// Endpoints and one's own pattern.
+
+// Pair is two connected sides on one device: A, the requester a
+// benchmark drives, and B, the passive side (see the package doc).
+type Pair = engine.Pair
+
+// PairConfig says what NewPair builds: transport, QPs, queue depths,
+// buffer size, MTU.
+type PairConfig = engine.PairConfig
+
+// Side is one side of a Pair: its QPs, CQ and registered memory.
+// Side.OutAt and Side.InAt address its memory (bounds-checked),
+// Side.Post posts a WR with per-QP send-queue accounting, Side.Await
+// waits for completions, Side.KeepRecvs keeps receives posted.
+type Side = engine.Side
+
+// Target is the published description of side B's memory and QP that
+// side A's WRs address (Target.Write, Target.Send).
+type Target = engine.Target
+
+// NewPair creates and connects a pair on d; everything is released when
+// tb ends, and errors fail tb. Side B is idle until Serve gives it a role.
+func NewPair(tb testing.TB, d *Dev, cfg PairConfig) *Pair { return engine.NewPair(tb, d, cfg) }
+
+// Role is what side B does for a pattern of one's own (EchoSends,
+// SinkSends).
+type Role = engine.Role
+
+// EchoSends is side B answering every SEND it receives with a SEND of n
+// bytes (the first n bytes that arrived): an acknowledgement.
+func EchoSends(n int) Role { return engine.EchoSends(n) }
+
+// SinkSends is side B receiving SENDs of up to n bytes and answering
+// nothing.
+func SinkSends(n int) Role { return engine.SinkSends(n) }
+
+// Serve starts side B's role: a C loop on a thread (and CPU) of its own,
+// until Measure ends or tb does. READ, WRITE and atomics need no Serve:
+// the NIC serves them.
+func Serve(tb testing.TB, p *Pair, r Role) { engine.Serve(tb, p, r) }
+
+// Count is a number of completions Side.Await waits for (Recvs, Sends).
+type Count = engine.Count
+
+// Recvs is n receive completions (each a message that arrived).
+func Recvs(n int) Count { return engine.Recvs(n) }
+
+// Sends is n completions of signaled WRs posted by this side.
+func Sends(n int) Count { return engine.Sends(n) }
+
+// MeasureOpts are Measure's options: the rate's unit and the warm-up.
+type MeasureOpts = engine.MeasureOpts
+
+// Measure is the timed region of a benchmark of one's own pattern: it
+// calls op b.N times, each call one operation and one latency sample,
+// and reports what the standard scenarios report (see the package doc).
+func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) { engine.Measure(b, p, o, op) }
+
+// Benchmark runs f as testing.Benchmark does — for an Example or a
+// program, where go test -bench does not run it — and writes the result
+// to standard error in the benchmark format, with the configuration and
+// Unit lines, so that benchstat and the gate read it.
+func Benchmark(name string, f func(b *testing.B)) testing.BenchmarkResult {
+	return engine.Benchmark(name, f)
+}
+
+// Reporting.
+
+// Unit is a custom metric unit with its direction: Better is "higher" or
+// "lower".
+type Unit = engine.Unit
+
+// RegisterUnit adds a custom unit and its direction (better "higher" or
+// "lower"), so that its `Unit … better=` line is printed.
+func RegisterUnit(name, better string) error { return engine.RegisterUnit(name, better) }
+
+// Recorder collects latency samples in an HDR histogram (1 ns … 100 s,
+// 3 significant digits).
+type Recorder = engine.Recorder
+
+// NewRecorder returns an empty recorder. Creating one allocates about
+// 200 KB: do it outside the measured loop.
+func NewRecorder() *Recorder { return engine.NewRecorder() }
+
+// ReportLatency reports the recorder's percentiles and maximum on b
+// (p50-ns … p99.99-ns, max-ns) and, with -rdma.hlog, writes the
+// histogram to <dir>/<benchmark name>.hlog. Call it after the loop.
+func ReportLatency(b *testing.B, r *Recorder) { engine.ReportLatency(b, r) }
+
+// ReportRate reports msgs/s: msgs divided by the benchmark's elapsed
+// time. Call it after the loop.
+func ReportRate(b *testing.B, msgs int) { engine.ReportRate(b, msgs) }
+
+// FlushHlog writes the .hlog interval still held, if any (Main calls it).
+func FlushHlog() error { return engine.FlushHlog() }
+
+// Counters are a port's counter values by file name.
+type Counters = engine.Counters
+
+// ReadCounters reads a port's sysfs counters and hw_counters.
+func ReadCounters(dev string, port int) (Counters, error) { return engine.ReadCounters(dev, port) }
+
+// Delta returns after-before for every counter that grew; counters that
+// went backwards or disappeared make it also return an error naming them.
+func Delta(before, after Counters) (Counters, error) { return engine.Delta(before, after) }
+
+// Watched tells whether a counter is one rdmabench reports (drops,
+// retries, errors, congestion marks).
+func Watched(name string) bool { return engine.Watched(name) }
+
+// ReportCounters reports the watched counters of delta d as metrics
+// "<name>/run".
+func ReportCounters(b *testing.B, d Counters) { engine.ReportCounters(b, d) }
+
+// Errors.
+
+// StallError is a wait that passed its deadline; it unwraps to
+// os.ErrDeadlineExceeded.
+type StallError = engine.StallError
+
+// Unsupported is a combination the verb, transport or device does not
+// allow; benchmarks skip it with its reason.
+type Unsupported = engine.Unsupported
+
+// IsUnsupported tells whether err says the combination cannot run here.
+func IsUnsupported(err error) bool { return engine.IsUnsupported(err) }
+
+// ErrPeerAuth is the error of a remote peer (-rdma.peer) that refused the
+// token.
+var ErrPeerAuth = engine.ErrPeerAuth

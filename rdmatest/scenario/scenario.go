@@ -1,0 +1,105 @@
+// Package scenario runs rdmabench's standard RDMA scenarios — the
+// latency, stream, echo-RPC and control-path families that bench_test
+// declares — each described by a Spec (or a Control) and run on a device
+// opened by rdmatest.Device.
+//
+// A scenario is a short declaration: the bench_test matrix names a
+// family's axes, builds a Spec per variant and calls the family's runner
+// ([Latency], [Stream], [EchoRPC], [ControlPath]). The runner checks the
+// Spec against the device's limits before anything is created, builds
+// the pair, runs the timed loop in C on a pinned thread, verifies the
+// results after the run and reports the metrics that package rdmatest
+// defines. With -rdma.peer side B is an rdmapeer on another host.
+//
+// # CPUs
+//
+// The measured loops busy-poll, and so does the in-process passive side
+// when it has work of its own. Latency, Stream and EchoRPC skip (with the
+// reason) a run whose busy loops outnumber GOMAXPROCS or the usable CPUs:
+// there one would wait for the other's time slice. Threads runs are
+// exempt: how the rate holds up when threads share CPUs is part of their
+// scaling curve.
+//
+// # The measured path
+//
+// Every per-operation loop of Latency, Stream (all variants, Threads
+// included), EchoRPC (client and both servers) and of the passive side
+// (local, or in rdmapeer) runs in C (package verbs: NewPing, NewServe,
+// NewStream, NewRPC): one cgo call per run, no Go code, cgo crossing or
+// allocation per operation; samples go into an HDR counts array imported
+// after the run. These benchmarks are b.N style (b.Loop cannot hand a
+// count to C): the setup of each call (pair, loops, the loop's thread)
+// is outside the timer, so every -count row is independent. One family
+// times in Go by design: ControlPath (one verbs call per sample, each a
+// system call of µs to ms: a cgo crossing is noise there).
+package scenario
+
+import (
+	"testing"
+
+	"github.com/rdmabench/rdmabench/rdmatest"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/engine"
+)
+
+// Spec describes one scenario: verb, transport, message size, queue
+// depth, batching and signaling, QPs, threads, direction, offered load
+// and the other axes of the matrix. Spec.CheckLimits is the rule book:
+// every combination it refuses is named with the value and the limit.
+type Spec = engine.Spec
+
+// Kind is what a Spec measures; the runner sets it.
+type Kind = engine.Kind
+
+// The kinds of Spec.
+const (
+	KindLatency = engine.KindLatency // one operation at a time (Latency)
+	KindStream  = engine.KindStream  // WRs outstanding (Stream)
+	KindRPC     = engine.KindRPC     // echo RPCs (EchoRPC)
+)
+
+// Latency measures spec s one operation at a time on QP 0 and reports
+// p50-ns … max-ns and msgs/s (round trips per second, from the C loop's
+// own clock). After the run the results are verified; a mismatch fails
+// the benchmark. Unsupported combinations are skipped, invalid ones fail.
+func Latency(b *testing.B, d *rdmatest.Dev, s Spec) { engine.Latency(b, d, s) }
+
+// Stream measures spec s as a stream: QD WRs outstanding per QP, posted
+// Batch at a time round-robin over the QPs, one in Signal signaled, with
+// b.N messages. It reports MB/s (1 MB = 10^6 B), msgs/s and latency under
+// load, and verifies payloads, counters and delivered counts after the run.
+func Stream(b *testing.B, d *rdmatest.Dev, s Spec) { engine.Stream(b, d, s) }
+
+// EchoRPC measures HERD-style echo RPCs: s gives the request verb and
+// transport (WRITE over UC or RC, SEND_WITH_IMM over UD), Size, the
+// window QD and Inline. One sample is one RPC's full round trip.
+func EchoRPC(b *testing.B, d *rdmatest.Dev, s Spec) { engine.EchoRPC(b, d, s) }
+
+// Control is one control-path measurement: the operation and its size or
+// depth.
+type Control = engine.Control
+
+// ControlOp is a control-path operation measured by ControlPath.
+type ControlOp = engine.ControlOp
+
+// The control-path operations.
+const (
+	OpRegMR    = engine.OpRegMR    // ibv_reg_mr of a Size-byte buffer (Huge: on huge pages)
+	OpDeregMR  = engine.OpDeregMR  // ibv_dereg_mr of such a region
+	OpConnect  = engine.OpConnect  // two QPs of Transport connected to each other (RESET → RTS)
+	OpCreateCQ = engine.OpCreateCQ // ibv_create_cq with Depth entries
+	OpCreateQP = engine.OpCreateQP // ibv_create_qp of an RC QP with Depth send and receive WRs
+)
+
+// ControlPath measures c: each iteration runs the operation once, and one
+// sample is the time of that operation alone (setup and teardown outside
+// the sample). It reports p50-ns … max-ns and ops/s = samples / their sum.
+func ControlPath(b *testing.B, d *rdmatest.Dev, c Control) { engine.ControlPath(b, d, c) }
+
+// MaxSize is the largest message size ParseSizes accepts (1 GiB).
+const MaxSize = engine.MaxSize
+
+// ParseSizes reads a message-size list: comma-separated sizes in bytes
+// with an optional K, M or G suffix (powers of 1024), a range LO-HI
+// meaning every power of two from LO to HI, or "all" for perftest -a's
+// 2 B … 8 MiB. Every size must be within 1..MaxSize.
+func ParseSizes(s string) ([]int, error) { return engine.ParseSizes(s) }
