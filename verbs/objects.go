@@ -169,18 +169,7 @@ func (d *Device) MaxInline() (int, error) {
 // Close closes the device. It fails, naming them, while PDs, CQs or
 // Channels created from it are open.
 func (d *Device) Close() error {
-	if d.id == 0 {
-		return nil
-	}
-	if err := childrenError(fmt.Sprintf("device %q", d.attr.Name), d.id); err != nil {
-		return err
-	}
-	if err := d.c.close(); err != nil {
-		return err
-	}
-	untrack(d.id)
-	d.id = 0
-	return nil
+	return release(&d.id, fmt.Sprintf("device %q", d.attr.Name), d.c.close)
 }
 
 // Port queries a port (ports are numbered from 1).
@@ -307,18 +296,7 @@ func (d *Device) NewCQ(depth int, ch *Channel) (*CQ, error) {
 
 // Close destroys the channel. It fails while CQs using it are open.
 func (ch *Channel) Close() error {
-	if ch.id == 0 {
-		return nil
-	}
-	if err := childrenError("completion channel", ch.id); err != nil {
-		return err
-	}
-	if err := ch.c.close(); err != nil {
-		return err
-	}
-	untrack(ch.id)
-	ch.id = 0
-	return nil
+	return release(&ch.id, "completion channel", ch.c.close)
 }
 
 // Wait blocks until one of the channel's CQs has a completion event or the
@@ -366,18 +344,15 @@ func (cq *CQ) Notify(solicitedOnly bool) error {
 
 // Close destroys the CQ (libibverbs fails with EBUSY while QPs use it).
 func (cq *CQ) Close() error {
-	if cq.id == 0 {
+	return release(&cq.id, "", func() error {
+		if err := cq.c.close(); err != nil {
+			return err
+		}
+		if cq.ch != nil {
+			delete(cq.ch.cqs, cq.key)
+		}
 		return nil
-	}
-	if err := cq.c.close(); err != nil {
-		return err
-	}
-	if cq.ch != nil {
-		delete(cq.ch.cqs, cq.key)
-	}
-	untrack(cq.id)
-	cq.id = 0
-	return nil
+	})
 }
 
 // Device returns the device the PD belongs to.
@@ -386,18 +361,7 @@ func (pd *PD) Device() *Device { return pd.dev }
 // Close deallocates the PD. It fails, naming them, while MRs, QPs, AHs or
 // SRQs created from it are open.
 func (pd *PD) Close() error {
-	if pd.id == 0 {
-		return nil
-	}
-	if err := childrenError("protection domain", pd.id); err != nil {
-		return err
-	}
-	if err := pd.c.close(); err != nil {
-		return err
-	}
-	untrack(pd.id)
-	pd.id = 0
-	return nil
+	return release(&pd.id, "protection domain", pd.c.close)
 }
 
 // RegMR registers the whole buffer.
@@ -443,15 +407,7 @@ func (mr *MR) SGE(off, n int) SGE {
 
 // Close deregisters the region.
 func (mr *MR) Close() error {
-	if mr.id == 0 {
-		return nil
-	}
-	if err := mr.c.close(); err != nil {
-		return err
-	}
-	untrack(mr.id)
-	mr.id = 0
-	return nil
+	return release(&mr.id, "", mr.c.close)
 }
 
 // NewQP validates cfg with QPConfig.Validate and creates the QP (in RESET).
@@ -580,28 +536,15 @@ func (q *QP) PostRecv(wrs []RecvWR) error {
 	if len(wrs) == 0 {
 		return nil
 	}
-	if err := checkMax("receive WRs in one post", int64(len(wrs)), int64(q.caps.MaxRecvWR), "QP max_recv_wr"); err != nil {
+	if err := checkRecvs(wrs, int(q.caps.MaxRecvWR), "QP max_recv_wr", int(q.caps.MaxRecvSGE), "QP max_recv_sge"); err != nil {
 		return err
-	}
-	for i := range wrs {
-		if err := validateNumSGE(int(wrs[i].NumSGE), q.caps.MaxRecvSGE, "QP max_recv_sge"); err != nil {
-			return err
-		}
 	}
 	return q.c.postRecv(wrs)
 }
 
 // Close destroys the QP.
 func (q *QP) Close() error {
-	if q.id == 0 {
-		return nil
-	}
-	if err := q.c.close(); err != nil {
-		return err
-	}
-	untrack(q.id)
-	q.id = 0
-	return nil
+	return release(&q.id, "", q.c.close)
 }
 
 // NewAH creates a UD address handle for the destination in cfg. A GRH is
@@ -633,15 +576,7 @@ func (ah *AH) Dest(qpn, qkey uint32) UDDest { return UDDest{ah: ah.ptr, QPN: qpn
 
 // Close destroys the address handle.
 func (ah *AH) Close() error {
-	if ah.id == 0 {
-		return nil
-	}
-	if err := ah.c.close(); err != nil {
-		return err
-	}
-	untrack(ah.id)
-	ah.id = 0
-	return nil
+	return release(&ah.id, "", ah.c.close)
 }
 
 // NewSRQ creates a shared receive queue.
@@ -667,26 +602,48 @@ func (s *SRQ) PostRecv(wrs []RecvWR) error {
 	if len(wrs) == 0 {
 		return nil
 	}
-	if err := checkMax("receive WRs in one post", int64(len(wrs)), int64(s.maxWR), "SRQ max_wr"); err != nil {
+	if err := checkRecvs(wrs, s.maxWR, "SRQ max_wr", s.maxSGE, "SRQ max_sge"); err != nil {
 		return err
-	}
-	for i := range wrs {
-		if err := validateNumSGE(int(wrs[i].NumSGE), s.maxSGE, "SRQ max_sge"); err != nil {
-			return err
-		}
 	}
 	return s.c.postRecv(wrs)
 }
 
 // Close destroys the SRQ (libibverbs fails with EBUSY while QPs use it).
 func (s *SRQ) Close() error {
-	if s.id == 0 {
+	return release(&s.id, "", s.c.close)
+}
+
+// release closes a tracked object once: while parent is named it refuses
+// as long as objects created from id are open, then it calls closeC and
+// forgets id. A closed object (id 0) is left alone.
+func release(id *uint64, parent string, closeC func() error) error {
+	if *id == 0 {
 		return nil
 	}
-	if err := s.c.close(); err != nil {
+	if parent != "" {
+		if err := childrenError(parent, *id); err != nil {
+			return err
+		}
+	}
+	if err := closeC(); err != nil {
 		return err
 	}
-	untrack(s.id)
-	s.id = 0
+	untrack(*id)
+	*id = 0
+	return nil
+}
+
+// checkRecvs checks a chain of receive WRs against a queue's limits:
+// at most maxWR WRs, and maxSGE SGEs each; the limits' names go into
+// the errors.
+func checkRecvs(wrs []RecvWR, maxWR int, wrLimit string, maxSGE int, sgeLimit string) error {
+	if err := checkMax("receive WRs in one post", int64(len(wrs)), int64(maxWR), wrLimit); err != nil {
+		return err
+	}
+	for i := range wrs {
+		if err := validateNumSGE(int(wrs[i].NumSGE), maxSGE, sgeLimit); err != nil {
+			return err
+		}
+	}
 	return nil
 }
