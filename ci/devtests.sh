@@ -8,6 +8,15 @@ set -uo pipefail
 export RDMA_REQUIRE=1
 root=$(pwd)
 status=0
+# checked RC OUTPUT REGEX WHY — RC, or 1 (with "FAIL: WHY") when a
+# command that exited 0 printed no line matching REGEX.
+checked() {
+	if (($1 == 0)) && ! grep -Eq "$3" <<<"$2"; then
+		echo "FAIL: $4"
+		return 1
+	fi
+	return "$1"
+}
 for p in "$@"; do
 	bin=$root/.cache/testbin/${p//\//_}.test
 	echo "=== device tests: $p"
@@ -22,10 +31,8 @@ for p in "$@"; do
 		out=$(cd "$root/$p" && "$bin" -test.run '^$' -test.bench PostPoll -test.benchtime 500x -test.timeout 5m 2>&1)
 		rc2=$?
 		echo "$out"
-		if ((rc2 == 0)) && ! grep -Eq '^BenchmarkPostPoll.*[[:space:]]0 B/op[[:space:]]+0 allocs/op' <<<"$out"; then
-			echo "FAIL: BenchmarkPostPoll allocates"
-			rc2=1
-		fi
+		checked $rc2 "$out" '^BenchmarkPostPoll.*[[:space:]]0 B/op[[:space:]]+0 allocs/op' "BenchmarkPostPoll allocates"
+		rc2=$?
 		((rc == 0)) && rc=$rc2
 	fi
 	if [[ $p == rdmatest ]]; then
@@ -49,10 +56,8 @@ for p in "$@"; do
 		out=$("$root/.cache/bin/cping" -d "$dev" -n 2000 -t 10 2>&1)
 		rc2=$?
 		head -n 1 <<<"$out"
-		if ((rc2 == 0)) && ! grep -Eq '^cping-counts 1 100000000000 3 2000 [0-9]+$' <<<"$out"; then
-			echo "FAIL: cping printed no histogram of 2000 samples"
-			rc2=1
-		fi
+		checked $rc2 "$out" '^cping-counts 1 100000000000 3 2000 [0-9]+$' "cping printed no histogram of 2000 samples"
+		rc2=$?
 		((rc == 0)) && rc=$rc2
 	fi
 	if [[ $p == bench_test ]]; then
