@@ -176,8 +176,9 @@ func ReadCounters(dev string, port int) (Counters, error) { return engine.ReadCo
 // went backwards or disappeared make it also return an error naming them.
 func Delta(before, after Counters) (Counters, error) { return engine.Delta(before, after) }
 
-// Watched tells whether a counter is one rdmabench reports (drops,
-// retries, errors, congestion marks).
+// Watched tells whether a counter is one rdmabench reports: its name
+// speaks of retransmissions, retries, sequence errors, RNR, timeouts,
+// duplicates, errors, drops or discards.
 func Watched(name string) bool { return engine.Watched(name) }
 
 // ReportCounters reports the watched counters of delta d as metrics
@@ -197,6 +198,6 @@ type Unsupported = engine.Unsupported
 // IsUnsupported tells whether err says the combination cannot run here.
 func IsUnsupported(err error) bool { return engine.IsUnsupported(err) }
 
-// ErrPeerAuth is the error of a remote peer (-rdma.peer) that refused the
-// token.
+// ErrPeerAuth is a remote peer (-rdma.peer) that failed to prove it
+// knows the token: a different token, or not the peer meant.
 var ErrPeerAuth = engine.ErrPeerAuth
