@@ -25,14 +25,15 @@
 //	-rdma.port N        RDMA_PORT       port (default 1)
 //	-rdma.gid N         RDMA_GID_INDEX  GID index; default -1 = best GID (RoCE v2, IPv4-mapped, not link-local)
 //	-rdma.timeout D     RDMA_TIMEOUT    deadline for every single wait (default 10s)
-//	-rdma.hlog DIR      RDMA_HLOG_DIR   write every latency histogram as an HdrHistogram .hlog file in DIR
 //	-rdma.cpus LIST     RDMA_CPUS       CPUs for the timed loops, requester first (default: the device's NUMA node)
+//	-rdma.hlog DIR      RDMA_HLOG_DIR   write every latency histogram as an HdrHistogram .hlog file in DIR
 //	-rdma.peer H:P      RDMA_PEER       an rdmapeer on another host plays side B
 //	-rdma.peer-token T  RDMA_PEER_TOKEN the secret that peer requires
 //	-rdma.peer-token-file F  RDMA_PEER_TOKEN_FILE  the same, from a file (not visible in ps)
 //
-// [RegisterDeviceFlags] registers only the first four, for a command
-// that serves the device (cmd/rdmapeer).
+// [RegisterDeviceFlags] registers only the first five, for a command
+// that serves the device (cmd/rdmapeer pins its sessions' passive loops
+// to -rdma.cpus, from the end of the list).
 //
 // [Device] opens the chosen device. With no device the test is skipped —
 // except under CI=true or RDMA_REQUIRE=1, where it fails: a machine that

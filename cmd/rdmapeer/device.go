@@ -24,6 +24,8 @@ type device interface {
 type passive interface {
 	SetupOK() *oob.SetupOK
 	Start() error
+	// CPU is the CPU the started role's loop is pinned to; -1: none.
+	CPU() int
 	Stop() (*oob.Stopped, error)
 	// Abort moves the QPs to the error state (the session ends early).
 	Abort() error

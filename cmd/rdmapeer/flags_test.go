@@ -32,13 +32,13 @@ func TestMain(m *testing.M) {
 // peerFlags are rdmapeer's flags: its own and the device flags.
 var peerFlags = []string{
 	"hello-timeout", "idle", "listen", "max-clients", "max-conns-per-host", "max-cqe", "max-mem", "max-qps", "max-wrs",
-	"rdma.dev", "rdma.gid", "rdma.port", "rdma.timeout",
+	"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.port", "rdma.timeout",
 	"token-file", "total-cqe", "total-mem", "total-qps", "total-wrs", "trusted-network",
 }
 
 // TestHelpListsOwnFlags: `rdmapeer -help` lists rdmapeer's flags, each
 // once, and none of the benchmarks' (-rdma.peer, -rdma.hlog,
-// -rdma.peer-token, -rdma.cpus, bench_test's -rdma.sizes …).
+// -rdma.peer-token, bench_test's -rdma.sizes …).
 func TestHelpListsOwnFlags(t *testing.T) {
 	fs := flag.NewFlagSet("rdmapeer", flag.ContinueOnError)
 	_, err := parseFlags(fs, []string{"-help"})
@@ -59,7 +59,7 @@ func TestHelpListsOwnFlags(t *testing.T) {
 	}
 	sort.Strings(listed)
 	assert.Equal(t, peerFlags, listed, "each flag once:\n%s", out)
-	for _, benchOnly := range []string{"rdma.peer", "rdma.hlog", "rdma.peer-token", "rdma.cpus", "rdma.sizes", "rdma.qd", "rdma.full", "token"} {
+	for _, benchOnly := range []string{"rdma.peer", "rdma.hlog", "rdma.peer-token", "rdma.sizes", "rdma.qd", "rdma.full", "token"} {
 		assert.NotContains(t, listed, benchOnly)
 	}
 }

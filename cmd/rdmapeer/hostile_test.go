@@ -89,6 +89,7 @@ type fakePassive struct {
 }
 
 func (p *fakePassive) SetupOK() *oob.SetupOK { return &p.ok }
+func (p *fakePassive) CPU() int              { return -1 }
 
 func (p *fakePassive) Start() error {
 	if p.f.panicOn == "start" {

@@ -9,7 +9,11 @@
 // The device is chosen as for the benchmarks, with -rdma.dev, -rdma.port
 // and -rdma.gid (rdmatest.RegisterDeviceFlags); -rdma.timeout bounds how
 // long a shutdown waits for the sessions to end. rdmapeer has no other
-// -rdma.* flag: the passive loops wait for -idle.
+// -rdma.* flag but -rdma.cpus: the passive loops wait for -idle. Each
+// session's passive loop (it busy-polls while its scenario runs) is
+// pinned to a CPU of its own, taken from the end of -rdma.cpus [RDMA_CPUS]
+// or, by default, from the CPUs of the device's NUMA node; a session that
+// finds none free runs unpinned, and the session's log line says which.
 //
 // On host B run rdmapeer; on host A run the benchmarks with
 // -rdma.peer hostB:18515 and the same token in RDMA_PEER_TOKEN. For each
@@ -73,7 +77,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	o := options{lim: defaultLimits}
 	l := &o.lim
 	fs.SetOutput(io.Discard)         // errors are returned, help printed by run
-	rdmatest.RegisterDeviceFlags(fs) // -rdma.dev, -rdma.port, -rdma.gid, -rdma.timeout
+	rdmatest.RegisterDeviceFlags(fs) // -rdma.dev, -rdma.port, -rdma.gid, -rdma.cpus, -rdma.timeout
 	fs.StringVar(&o.listen, "listen", ":18515", "TCP address to serve on")
 	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the shared secret clients must prove they know (default: $"+tokenEnv+")")
 	fs.BoolVar(&o.trusted, "trusted-network", false, "serve without a token on a non-loopback address: every host that can reach the port may use the RDMA device")

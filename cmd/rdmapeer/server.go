@@ -321,7 +321,14 @@ func (c *session) serve(ctx context.Context) (err error) {
 	if err := oob.WriteFrame(conn, oob.MsgStarted, &oob.Started{}); err != nil {
 		return c.fail(ctx, err)
 	}
-	s.logf("%s (client %q): %s %s %s size %d qps %d", c.who, c.client, sc.Role, sc.Transport, sc.Op, sc.Size, sc.QPs)
+	loop := "loop unpinned"
+	switch {
+	case sc.Role == "target":
+		loop = "no loop (the NIC serves it)"
+	case p.CPU() >= 0:
+		loop = fmt.Sprintf("loop on CPU %d", p.CPU())
+	}
+	s.logf("%s (client %q): %s %s %s size %d qps %d, %s", c.who, c.client, sc.Role, sc.Transport, sc.Op, sc.Size, sc.QPs, loop)
 
 	// The scenario runs; the next frame is the client's Stop (or its
 	// connection ending).

@@ -293,3 +293,40 @@ func pinSelf(cpu int) (func(), error) {
 	}
 	return func() { unix.SchedSetaffinity(0, &old) }, nil
 }
+
+// passiveCPUs are the CPUs that loops of passive sides served to remote
+// clients (Passive) hold: CPUs are the process's, whichever Dev took them.
+var passiveCPUs struct {
+	sync.Mutex
+	held map[int]bool
+}
+
+// takeCPU gives a passive side served to a remote client (Passive) a CPU
+// of its own for its loop: the last of the loop CPUs that no other
+// passive side holds, or -1 (unpinned) when every one is held or there
+// are none. From the last, so that a benchmark in the same process (the
+// peer's tests) keeps its requester's CPU, the first. giveCPU returns it.
+func (d *Dev) takeCPU() int {
+	passiveCPUs.Lock()
+	defer passiveCPUs.Unlock()
+	for i := len(d.cpus) - 1; i >= 0; i-- {
+		if c := d.cpus[i]; !passiveCPUs.held[c] {
+			if passiveCPUs.held == nil {
+				passiveCPUs.held = map[int]bool{}
+			}
+			passiveCPUs.held[c] = true
+			return c
+		}
+	}
+	return -1
+}
+
+// giveCPU returns a CPU from takeCPU (-1 is nothing to return).
+func giveCPU(cpu int) {
+	if cpu < 0 {
+		return
+	}
+	passiveCPUs.Lock()
+	delete(passiveCPUs.held, cpu)
+	passiveCPUs.Unlock()
+}

@@ -186,3 +186,21 @@ func TestConfineRuntime(t *testing.T) {
 	assert.Equal(t, allowed, <-done, "an unpinned loop gets every allowed CPU back")
 	assert.Equal(t, allowed, allowedCPUs(), "the process's CPUs are remembered from before")
 }
+
+// TestTakeCPU: passive sides served to remote clients get CPUs of their
+// own from the end of the loop CPUs, process-wide (two Devs share them),
+// unpinned once all are held, and get them back when they stop.
+func TestTakeCPU(t *testing.T) {
+	a, b := &Dev{cpus: []int{2, 3, 5}}, &Dev{cpus: []int{2, 3, 5}}
+	assert.Equal(t, 5, a.takeCPU())
+	assert.Equal(t, 3, b.takeCPU(), "another Dev of the process")
+	assert.Equal(t, 2, a.takeCPU())
+	assert.Equal(t, -1, a.takeCPU(), "every CPU held: unpinned")
+	giveCPU(3)
+	assert.Equal(t, 3, a.takeCPU(), "a returned CPU is taken again")
+	for _, c := range []int{2, 3, 5, -1} {
+		giveCPU(c)
+	}
+	assert.Equal(t, -1, (&Dev{}).takeCPU(), "no loop CPUs: unpinned")
+	assert.Empty(t, passiveCPUs.held, "all returned")
+}

@@ -46,22 +46,23 @@ var (
 
 func ptr[T any](v T) *T { return &v }
 
-// RegisterDeviceFlags registers on fs the flags that choose the device
-// and bound every wait: -rdma.dev, -rdma.port, -rdma.gid and
-// -rdma.timeout, each defaulting to its environment variable. It is what
-// a command that serves the device (cmd/rdmapeer) needs; benchmarks
-// register them all with RegisterFlags.
+// RegisterDeviceFlags registers on fs the flags that choose the device,
+// the CPUs of its loops and bound every wait: -rdma.dev, -rdma.port,
+// -rdma.gid, -rdma.cpus and -rdma.timeout, each defaulting to its
+// environment variable. It is what a command that serves the device
+// (cmd/rdmapeer) needs; benchmarks register them all with RegisterFlags.
 func RegisterDeviceFlags(fs *flag.FlagSet) {
 	fs.StringVar(flagDev, "rdma.dev", *flagDev, "RDMA device (default: the first device with an ACTIVE port) [RDMA_DEVICE]")
 	fs.IntVar(flagPort, "rdma.port", *flagPort, "RDMA port [RDMA_PORT]")
 	fs.IntVar(flagGID, "rdma.gid", *flagGID, "GID index; -1 = best GID (RoCE v2, IPv4-mapped) [RDMA_GID_INDEX]")
+	fs.StringVar(flagCPUs, "rdma.cpus", *flagCPUs, "CPUs for the timed loops (a CPU list: 2,3 or 4-7, or none: not pinned): a benchmark's requester first, then its passive side; rdmapeer's sessions one each; default: the device's NUMA node [RDMA_CPUS]")
 	fs.DurationVar(flagTimeout, "rdma.timeout", *flagTimeout, "deadline for every single wait for a completion or a peer [RDMA_TIMEOUT]")
 }
 
 // RegisterFlags registers on fs every flag of a benchmark or test binary:
 // the device flags of RegisterDeviceFlags and -rdma.hlog, -rdma.peer,
-// -rdma.peer-token, -rdma.peer-token-file and -rdma.cpus, each defaulting to its environment
-// variable; Opts reads them once fs is parsed. [Main] calls it on
+// -rdma.peer-token and -rdma.peer-token-file, each defaulting to its
+// environment variable; Opts reads them once fs is parsed. [Main] calls it on
 // flag.CommandLine. Registering twice on one set panics, as every flag
 // redefinition does; sets registered apart share the values (Opts reads
 // what the last one parsed set).
@@ -69,7 +70,6 @@ func RegisterFlags(fs *flag.FlagSet) {
 	RegisterDeviceFlags(fs)
 	fs.StringVar(flagHlog, "rdma.hlog", *flagHlog, "directory for HdrHistogram .hlog files, one per benchmark [RDMA_HLOG_DIR]")
 	fs.StringVar(flagPeer, "rdma.peer", *flagPeer, "host:port of an rdmapeer that plays the passive side on another host [RDMA_PEER]")
-	fs.StringVar(flagCPUs, "rdma.cpus", *flagCPUs, "CPUs for the timed loops, requester first (a CPU list: 2,3 or 4-7, or none: not pinned); default: the device's NUMA node [RDMA_CPUS]")
 	fs.StringVar(flagToken, "rdma.peer-token", *flagToken, "shared secret the peer requires (on the command line ps shows it: prefer the file or the environment) [RDMA_PEER_TOKEN]")
 	fs.StringVar(flagTokenF, "rdma.peer-token-file", *flagTokenF, "file holding the shared secret the peer requires [RDMA_PEER_TOKEN_FILE]")
 }

@@ -69,7 +69,7 @@ func TestRegisterFlags(t *testing.T) {
 
 	dev := flag.NewFlagSet("peer", flag.ContinueOnError)
 	RegisterDeviceFlags(dev)
-	assert.Equal(t, []string{"rdma.dev", "rdma.gid", "rdma.port", "rdma.timeout"}, rdmaFlags(dev))
+	assert.Equal(t, []string{"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.port", "rdma.timeout"}, rdmaFlags(dev))
 
 	all.SetOutput(io.Discard)
 	assert.Panics(t, func() { RegisterFlags(all) }, "a second registration on the same set")

@@ -30,6 +30,8 @@ func PassiveAccess(op verbs.Opcode) verbs.Access {
 // (by cmd/rdmapeer): its memory, QPs connected to the client's, and the
 // role it plays once started.
 type Passive struct {
+	dev       *Dev
+	cpu       int // its loop's CPU while it runs (Dev.takeCPU); -1: unpinned
 	side      *Side
 	res       Resources
 	spec      Spec
@@ -53,7 +55,7 @@ func NewPassive(d *Dev, req *oob.Setup, timeout time.Duration) (*Passive, error)
 		return nil, err
 	}
 	sc := req.Scenario
-	p := &Passive{role: passiveRole(sc.Role), recvDepth: sc.RecvDepth, timeout: timeout, spec: spec}
+	p := &Passive{dev: d, cpu: -1, role: passiveRole(sc.Role), recvDepth: sc.RecvDepth, timeout: timeout, spec: spec}
 	p.spec.defaults()
 	cfg := PairConfig{Transport: spec.Transport, QPs: sc.QPs, SlotSize: sc.SlotSize, SendDepth: sc.SendDepth,
 		RecvDepth: sc.RecvDepth, Inline: sc.Inline, SRQ: sc.SRQ}
@@ -108,7 +110,8 @@ func (p *Passive) SetupOK() *oob.SetupOK { return &p.setup }
 // receive with the same verb, "write-echo" answers every WRITE with a
 // WRITE (each a C loop on a thread of its own), "target" only exposes
 // memory. The side's slots are filled with the verification pattern
-// first, as a local passive side's are (see fillPatterns).
+// first, as a local passive side's are (see fillPatterns). The loop is
+// pinned to a CPU no other passive side of this device holds (see CPU).
 func (p *Passive) Start() error {
 	if p.resp != nil {
 		return errors.New("rdmatest: the passive side is already started")
@@ -122,14 +125,27 @@ func (p *Passive) Start() error {
 	if !ok {
 		return fmt.Errorf("rdmatest: unknown passive role %q", p.role)
 	}
-	var err error
-	p.resp, err = startServe(cfg, -1)
-	return err
+	p.cpu = p.dev.takeCPU()
+	resp, err := startServe(cfg, p.cpu)
+	if err != nil {
+		giveCPU(p.cpu)
+		p.cpu = -1
+		return err
+	}
+	p.resp = resp
+	return nil
 }
+
+// CPU is the CPU the role's loop is pinned to while it runs, or -1: not
+// pinned (every loop CPU held by other sessions, none to pin to, or no
+// loop: a target only exposes memory).
+func (p *Passive) CPU() int { return p.cpu }
 
 // Stop ends the role and reports what it saw.
 func (p *Passive) Stop() (*oob.Stopped, error) {
 	err := p.resp.Stop() // the role's loop has returned: its counts are ours now
+	giveCPU(p.cpu)
+	p.cpu = -1
 	st := &oob.Stopped{}
 	if p.role == roleSink {
 		st.Received = uint64(p.resp.res.Recvs)
