@@ -40,8 +40,9 @@
 //
 // # What is measured
 //
-// The definitions live in package rdmatest's documentation (see
-// scenario.Latency and scenario.Stream); in short:
+// The metrics are defined in package rdmatest's documentation and the
+// families in package scenario's (scenario.Latency, scenario.Stream); in
+// short:
 //
 //   - *Lat: one operation at a time. SendLat and WriteLat are ping-pongs:
 //     p50-ns … max-ns are half round trips (perftest's RTT/2). ReadLat

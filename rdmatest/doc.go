@@ -33,7 +33,7 @@
 //
 // [RegisterDeviceFlags] registers only the first five, for a command
 // that serves the device (cmd/rdmapeer pins its sessions' passive loops
-// to -rdma.cpus, from the end of the list).
+// to the CPUs of -rdma.cpus, one each).
 //
 // [Device] opens the chosen device. With no device the test is skipped —
 // except under CI=true or RDMA_REQUIRE=1, where it fails: a machine that

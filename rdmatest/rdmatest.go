@@ -31,8 +31,9 @@ func Main(m *testing.M) { engine.Main(m) }
 func RegisterFlags(fs *flag.FlagSet) { engine.RegisterFlags(fs) }
 
 // RegisterDeviceFlags registers on fs only the flags that choose the
-// device and bound every wait (-rdma.dev, -rdma.port, -rdma.gid,
-// -rdma.timeout): what a command that serves the device registers.
+// device, the CPUs of its loops and bound every wait (-rdma.dev,
+// -rdma.port, -rdma.gid, -rdma.cpus, -rdma.timeout): what a command that
+// serves the device registers.
 func RegisterDeviceFlags(fs *flag.FlagSet) { engine.RegisterDeviceFlags(fs) }
 
 // Opts returns the options from the flags (and their environment
@@ -72,8 +73,10 @@ func PrintConfig(w io.Writer) { engine.PrintConfig(w) }
 
 // Endpoints and one's own pattern.
 
-// Pair is two connected sides on one device: A, the requester a
-// benchmark drives, and B, the passive side (see the package doc).
+// Pair is two sides connected QP to QP: A, the requester a benchmark
+// drives, and B, the passive side, on the same device — or, with
+// -rdma.peer, made by a remote peer, and then B is nil (see the package
+// doc).
 type Pair = engine.Pair
 
 // PairConfig says what NewPair builds: transport, QPs, queue depths,
@@ -108,7 +111,8 @@ func SinkSends(n int) Role { return engine.SinkSends(n) }
 
 // Serve starts side B's role: a C loop on a thread (and CPU) of its own,
 // until Measure ends or tb does. READ, WRITE and atomics need no Serve:
-// the NIC serves them.
+// the NIC serves them. B must be in this process: with -rdma.peer a peer
+// plays only the standard scenarios' roles, and Serve fails saying so.
 func Serve(tb testing.TB, p *Pair, r Role) { engine.Serve(tb, p, r) }
 
 // Count is a number of completions Side.Await waits for (Recvs, Sends).

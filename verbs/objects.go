@@ -536,7 +536,7 @@ func (q *QP) PostRecv(wrs []RecvWR) error {
 	if len(wrs) == 0 {
 		return nil
 	}
-	if err := checkRecvs(wrs, int(q.caps.MaxRecvWR), "QP max_recv_wr", int(q.caps.MaxRecvSGE), "QP max_recv_sge"); err != nil {
+	if err := checkRecvs(wrs, q.caps.MaxRecvWR, "QP max_recv_wr", q.caps.MaxRecvSGE, "QP max_recv_sge"); err != nil {
 		return err
 	}
 	return q.c.postRecv(wrs)

@@ -8,12 +8,14 @@
 //
 // The device is chosen as for the benchmarks, with -rdma.dev, -rdma.port
 // and -rdma.gid (rdmatest.RegisterDeviceFlags); -rdma.timeout bounds how
-// long a shutdown waits for the sessions to end. rdmapeer has no other
-// -rdma.* flag but -rdma.cpus: the passive loops wait for -idle. Each
-// session's passive loop (it busy-polls while its scenario runs) is
-// pinned to a CPU of its own, taken from the end of -rdma.cpus [RDMA_CPUS]
-// or, by default, from the CPUs of the device's NUMA node; a session that
-// finds none free runs unpinned, and the session's log line says which.
+// long a shutdown waits for the sessions to end (the passive loops
+// themselves wait for -idle). -rdma.cpus [RDMA_CPUS] lists the CPUs for
+// the sessions' passive loops (default: the device's NUMA node): each
+// loop busy-polls while its scenario runs and is pinned to a CPU of its
+// own, taken in a benchmark's order (the second of the list first, the
+// first last); a session that finds none free runs unpinned, and the
+// session's log line says which. rdmapeer's own Go runtime is not kept
+// off those CPUs. rdmapeer has no other -rdma.* flag.
 //
 // On host B run rdmapeer; on host A run the benchmarks with
 // -rdma.peer hostB:18515 and the same token in RDMA_PEER_TOKEN. For each

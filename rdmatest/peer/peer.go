@@ -32,7 +32,7 @@ func SetupCost(req *oob.Setup, lim Limits) Cost { return engine.SetupCost(req, l
 
 // Passive is the passive side of one scenario made for a remote client:
 // its memory, QPs connected to the client's, and the role it plays once
-// started (SetupOK, Start, Stop, Abort, Close).
+// started (SetupOK, Start, CPU, Stop, Abort, Close).
 type Passive = engine.Passive
 
 // NewPassive builds the passive side that req asks for on d and connects

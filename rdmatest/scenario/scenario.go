@@ -9,7 +9,9 @@
 // Spec against the device's limits before anything is created, builds
 // the pair, runs the timed loop in C on a pinned thread, verifies the
 // results after the run and reports the metrics that package rdmatest
-// defines. With -rdma.peer side B is an rdmapeer on another host.
+// defines. With -rdma.peer side B of Latency and Stream is an rdmapeer on
+// another host; EchoRPC runs both sides in this process (it skips under
+// -rdma.peer), and ControlPath has no side B.
 //
 // # CPUs
 //
@@ -71,7 +73,8 @@ func Stream(b *testing.B, d *rdmatest.Dev, s Spec) { engine.Stream(b, d, s) }
 
 // EchoRPC measures HERD-style echo RPCs: s gives the request verb and
 // transport (WRITE over UC or RC, SEND_WITH_IMM over UD), Size, the
-// window QD and Inline. One sample is one RPC's full round trip.
+// window QD and Inline. One sample is one RPC's full round trip. Client
+// and server both run in this process: under -rdma.peer it skips.
 func EchoRPC(b *testing.B, d *rdmatest.Dev, s Spec) { engine.EchoRPC(b, d, s) }
 
 // Control is one control-path measurement: the operation and its size or

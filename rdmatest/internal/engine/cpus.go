@@ -302,15 +302,18 @@ var passiveCPUs struct {
 }
 
 // takeCPU gives a passive side served to a remote client (Passive) a CPU
-// of its own for its loop: the last of the loop CPUs that no other
-// passive side holds, or -1 (unpinned) when every one is held or there
-// are none. From the last, so that a benchmark in the same process (the
-// peer's tests) keeps its requester's CPU, the first. giveCPU returns it.
+// of its own for its loop, one that no other passive side holds, or -1
+// (unpinned) when every one is held or there are none. The order is a
+// benchmark's: the passive side's CPU (the second of the loop CPUs)
+// first, then the rest of the list, and the requester's (the first) last,
+// so that a benchmark in the same process (the peer's tests) keeps its
+// requester's CPU. giveCPU returns it.
 func (d *Dev) takeCPU() int {
 	passiveCPUs.Lock()
 	defer passiveCPUs.Unlock()
-	for i := len(d.cpus) - 1; i >= 0; i-- {
-		if c := d.cpus[i]; !passiveCPUs.held[c] {
+	n := len(d.cpus)
+	for i := range n {
+		if c := d.cpus[(i+1)%n]; !passiveCPUs.held[c] {
 			if passiveCPUs.held == nil {
 				passiveCPUs.held = map[int]bool{}
 			}

@@ -188,13 +188,14 @@ func TestConfineRuntime(t *testing.T) {
 }
 
 // TestTakeCPU: passive sides served to remote clients get CPUs of their
-// own from the end of the loop CPUs, process-wide (two Devs share them),
-// unpinned once all are held, and get them back when they stop.
+// own in a benchmark's order (the passive side's, the rest, the
+// requester's last), process-wide (two Devs share them), unpinned once
+// all are held, and get them back when they stop.
 func TestTakeCPU(t *testing.T) {
 	a, b := &Dev{cpus: []int{2, 3, 5}}, &Dev{cpus: []int{2, 3, 5}}
-	assert.Equal(t, 5, a.takeCPU())
-	assert.Equal(t, 3, b.takeCPU(), "another Dev of the process")
-	assert.Equal(t, 2, a.takeCPU())
+	assert.Equal(t, 3, a.takeCPU(), "the passive side's CPU first")
+	assert.Equal(t, 5, b.takeCPU(), "another Dev of the process")
+	assert.Equal(t, 2, a.takeCPU(), "the requester's CPU last")
 	assert.Equal(t, -1, a.takeCPU(), "every CPU held: unpinned")
 	giveCPU(3)
 	assert.Equal(t, 3, a.takeCPU(), "a returned CPU is taken again")
@@ -202,5 +203,7 @@ func TestTakeCPU(t *testing.T) {
 		giveCPU(c)
 	}
 	assert.Equal(t, -1, (&Dev{}).takeCPU(), "no loop CPUs: unpinned")
+	assert.Equal(t, 7, (&Dev{cpus: []int{7}}).takeCPU(), "one CPU: that one")
+	giveCPU(7)
 	assert.Empty(t, passiveCPUs.held, "all returned")
 }

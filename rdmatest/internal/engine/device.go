@@ -50,7 +50,8 @@ func Device(tb testing.TB) *Dev {
 	d, err := OpenDev()
 	if err == nil {
 		// The benchmark path (not OpenDev's other users: rdmapeer, whose
-		// loops are not pinned, and Config's throwaway open).
+		// runtime serves many sessions and is not moved, and Config's
+		// throwaway open).
 		if d.runtimeCPUs, err = confineRuntime(d.allowed, d.cpus); err != nil {
 			d.Close()
 		}

@@ -60,8 +60,8 @@ func recvBytes(s *Spec) int {
 	return s.Size
 }
 
-// Latency measures spec s one operation at a time on QP 0 (see the
-// package doc for what is timed) and reports p50-ns … max-ns and msgs/s
+// Latency measures spec s one operation at a time on QP 0 (package
+// rdmatest's doc defines what is timed) and reports p50-ns … max-ns and msgs/s
 // (round trips per second, from the C loop's own clock). The loop runs in
 // C, on a thread pinned to its own CPU, as does the in-process passive
 // side; ns/op is the testing timer around that one call divided by b.N.

@@ -111,7 +111,8 @@ func (p *Passive) SetupOK() *oob.SetupOK { return &p.setup }
 // WRITE (each a C loop on a thread of its own), "target" only exposes
 // memory. The side's slots are filled with the verification pattern
 // first, as a local passive side's are (see fillPatterns). The loop is
-// pinned to a CPU no other passive side of this device holds (see CPU).
+// pinned to a CPU that no other passive side of the process holds (see
+// CPU and Dev.takeCPU).
 func (p *Passive) Start() error {
 	if p.resp != nil {
 		return errors.New("rdmatest: the passive side is already started")
@@ -144,7 +145,9 @@ func (p *Passive) CPU() int { return p.cpu }
 // Stop ends the role and reports what it saw.
 func (p *Passive) Stop() (*oob.Stopped, error) {
 	err := p.resp.Stop() // the role's loop has returned: its counts are ours now
-	giveCPU(p.cpu)
+	if p.resp.ended() {
+		giveCPU(p.cpu)
+	} // else the loop still spins there (Stop's error says so): the CPU stays held
 	p.cpu = -1
 	st := &oob.Stopped{}
 	if p.role == roleSink {

@@ -30,8 +30,27 @@ func startServe(cfg verbs.ServeConfig, cpu int) (*responder, error) {
 		return nil, fmt.Errorf("rdmatest: passive side: %w", err)
 	}
 	r := readyLoop(l, cpu)
+	if r.err != nil { // the thread could not be pinned: the loop would not run
+		r.begin()
+		<-r.done
+		return nil, errors.Join(fmt.Errorf("rdmatest: passive side: %w", r.err), l.Close())
+	}
 	r.begin()
 	return &responder{run: r, timeout: cfg.Timeout}, nil
+}
+
+// ended tells whether the passive loop has returned (a role without a
+// loop has nothing to return): only then is its CPU free again.
+func (r *responder) ended() bool {
+	if r.run == nil {
+		return true
+	}
+	select {
+	case <-r.run.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // recvs is how many receives the passive loop has seen so far.

@@ -41,3 +41,31 @@ func TestResponderStopsItsLoop(t *testing.T) {
 	require.NoError(t, r.Stop())
 	assert.Less(t, time.Since(start), 5*time.Second, "the loop ends on its stop flag, not its minute of idleness")
 }
+
+// TestResponderUnpinnable: a passive loop whose thread cannot be pinned
+// (a CPU the process may not use) is an error at the start, naming the
+// CPU, not a loop that never runs and a client that stalls; the loop is
+// freed (the leak check of Device would name it).
+func TestResponderUnpinnable(t *testing.T) {
+	d := Device(t)
+	s := Spec{Kind: KindStream, Op: verbs.OpSend, Size: 64}
+	s.defaults()
+	p := NewPair(t, d, s.pairConfig())
+	cfg, ok := serveConfig(p.B, &s, roleSink, 16, time.Minute)
+	require.True(t, ok)
+	r, err := startServe(cfg, 1023) // beyond any CPU the guest or a test host has
+	require.Error(t, err)
+	assert.Nil(t, r)
+	assert.Contains(t, err.Error(), "CPU 1023")
+}
+
+// TestResponderEnded: a role without a loop has ended at once; a loop
+// has ended once it returned, and only then is its CPU given back.
+func TestResponderEnded(t *testing.T) {
+	assert.True(t, (&responder{stopFn: func() error { return nil }}).ended())
+	run := &loopRun{done: make(chan struct{})}
+	r := &responder{run: run}
+	assert.False(t, r.ended(), "the loop still runs")
+	close(run.done)
+	assert.True(t, r.ended())
+}
