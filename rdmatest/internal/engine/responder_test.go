@@ -28,12 +28,7 @@ func TestResponderStopTwice(t *testing.T) {
 // only after it returned (the leak check would name a loop left open),
 // and a second Stop returns at once.
 func TestResponderStopsItsLoop(t *testing.T) {
-	d := Device(t)
-	s := Spec{Kind: KindStream, Op: verbs.OpSend, Size: 64}
-	s.defaults()
-	p := NewPair(t, d, s.pairConfig())
-	cfg, ok := serveConfig(p.B, &s, roleSink, 16, time.Minute)
-	require.True(t, ok)
+	cfg := sinkConfig(t)
 	r, err := startServe(cfg, -1)
 	require.NoError(t, err)
 	start := time.Now()
@@ -47,12 +42,7 @@ func TestResponderStopsItsLoop(t *testing.T) {
 // CPU, not a loop that never runs and a client that stalls; the loop is
 // freed (the leak check of Device would name it).
 func TestResponderUnpinnable(t *testing.T) {
-	d := Device(t)
-	s := Spec{Kind: KindStream, Op: verbs.OpSend, Size: 64}
-	s.defaults()
-	p := NewPair(t, d, s.pairConfig())
-	cfg, ok := serveConfig(p.B, &s, roleSink, 16, time.Minute)
-	require.True(t, ok)
+	cfg := sinkConfig(t)
 	r, err := startServe(cfg, 1023) // beyond any CPU the guest or a test host has
 	require.Error(t, err)
 	assert.Nil(t, r)
@@ -68,4 +58,16 @@ func TestResponderEnded(t *testing.T) {
 	assert.False(t, r.ended(), "the loop still runs")
 	close(run.done)
 	assert.True(t, r.ended())
+}
+
+// sinkConfig is the passive loop of a 64 B SEND stream's sink on a fresh
+// pair (a minute of idleness allowed).
+func sinkConfig(t *testing.T) verbs.ServeConfig {
+	d := Device(t)
+	s := Spec{Kind: KindStream, Op: verbs.OpSend, Size: 64}
+	s.defaults()
+	p := NewPair(t, d, s.pairConfig())
+	cfg, ok := serveConfig(p.B, &s, roleSink, 16, time.Minute)
+	require.True(t, ok)
+	return cfg
 }
