@@ -462,14 +462,8 @@ int rb_run_serve(rb_serve *s) {
 			c->recvs++;
 			recvs++;
 		}
-		if (recvs > 0 && s->mode == RB_SERVE_SINK) {
-			int64_t now = rb_clock_ns();
-			if (c->t_recv_first == 0) {
-				c->t_recv_first = now;
-				c->recv_first = recvs;
-			}
-			c->t_recv_last = now;
-		}
+		if (recvs > 0 && s->mode == RB_SERVE_SINK)
+			c->t_recv_last = rb_clock_ns();
 		while (s->mode == RB_SERVE_RECV_ECHO && c->ops < c->recvs) {
 			s->wr.imm_data = htonl(s->imms[c->ops % s->imm_cap]);
 			if (rb_serve_answer(s, &posted, &covered, wc) != 0)

@@ -177,10 +177,10 @@ type LoopResult struct {
 	// measured post and of the last completion (stream) or answer (ping).
 	First, Last int64
 	// Recvs counts receive completions (passive side; bidir streams);
-	// RecvFirst is how many the first poll with any returned, at RecvT0;
-	// RecvT1 is when the last poll with receives returned (sink).
-	Recvs, RecvFirst int64
-	RecvT0, RecvT1   int64
+	// RecvLast is when the last poll with receives returned (sink; 0:
+	// none did).
+	Recvs    int64
+	RecvLast int64
 	// Samples and Overflow count the recorded samples and those above the
 	// histogram's highest value (recorded as the highest).
 	Samples, Overflow int64

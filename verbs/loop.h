@@ -59,8 +59,7 @@ typedef struct {
 	int64_t t_first, t_last;   // first post and last completion, CLOCK_MONOTONIC ns
 	int64_t ops;               // operations completed (messages, round trips)
 	int64_t recvs;             // receive completions seen (passive side)
-	int64_t recv_first;        // how many the first poll with receives returned
-	int64_t t_recv_first, t_recv_last; // when polls first and last returned receives
+	int64_t t_recv_last;       // when a poll last returned receives (sink)
 } rb_ctl;
 
 // rb_rq keeps one receive queue (a QP's, or an SRQ when srq is set)

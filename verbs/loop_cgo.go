@@ -413,7 +413,7 @@ func (l *Loop) Stop() {
 func (l *Loop) result() LoopResult {
 	c := l.ctl
 	r := LoopResult{Ops: int64(c.ops), First: int64(c.t_first), Last: int64(c.t_last), Recvs: int64(c.recvs),
-		RecvFirst: int64(c.recv_first), RecvT0: int64(c.t_recv_first), RecvT1: int64(c.t_recv_last)}
+		RecvLast: int64(c.t_recv_last)}
 	if l.hist != nil {
 		r.Samples, r.Overflow = int64(l.hist.total), int64(l.hist.overflow)
 	}

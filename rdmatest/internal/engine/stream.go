@@ -256,7 +256,7 @@ func (r *sinkReport) reportInbound(b *testing.B, first int64) {
 	if r.res == nil {
 		b.Fatal("rdmatest: side=responder needs the in-process passive side's receive counts")
 	}
-	reportLoopRate(b, "msgs/s", r.res.Recvs-r.before, time.Duration(r.res.RecvT1-first))
+	reportLoopRate(b, "msgs/s", r.res.Recvs-r.before, time.Duration(r.res.RecvLast-first))
 }
 
 // reportDelivery checks and reports the receives a local sink counted
