@@ -58,13 +58,9 @@ func parseCPUList(s string) ([]int, error) {
 	return cpus, nil
 }
 
-// processCPUs is the CPUs the process could use before confineRuntime
-// narrowed its threads' affinity, read once.
-var processCPUs = sync.OnceValue(threadCPUs)
-
-// allowedCPUs is the CPUs this process may run on (as it started: a
-// confined thread's own affinity is narrower).
-func allowedCPUs() []int { return processCPUs() }
+// allowedCPUs is the CPUs this process may run on, read once, as it
+// started: before confineRuntime narrowed its threads' affinity.
+var allowedCPUs = sync.OnceValue(threadCPUs)
 
 // confined is set once confineRuntime has moved the process's threads
 // off the loops' CPUs: an unpinned loop (cpu < 0) then takes every

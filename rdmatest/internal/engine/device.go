@@ -21,9 +21,6 @@ type Dev struct {
 	allowed []int  // CPUs the process may use (allowedCPUs)
 	cpus    []int  // CPUs for the timed loops, in order of use (see loopCPUs)
 	cpusSrc string // where they came from
-	// runtimeCPUs are where Device moved the rest of the process
-	// (confineRuntime; nil: no CPU to spare, or not opened by Device).
-	runtimeCPUs []int
 }
 
 // Required tells whether a device must exist: under CI=true or
@@ -52,7 +49,7 @@ func Device(tb testing.TB) *Dev {
 		// The benchmark path (not OpenDev's other users: rdmapeer, whose
 		// runtime serves many sessions and is not moved, and Config's
 		// throwaway open).
-		if d.runtimeCPUs, err = confineRuntime(d.allowed, d.cpus); err != nil {
+		if _, err = confineRuntime(d.allowed, d.cpus); err != nil {
 			d.Close()
 		}
 	}
