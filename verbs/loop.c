@@ -319,6 +319,12 @@ int rb_run_ping(rb_ping *p) {
 			c->ops++;
 			c->t_last = t1;
 		}
+		// Reposting receives is kept out of the samples: it is done here,
+		// between two round trips, once half a batch is consumed, so the
+		// in-sample flush of rb_rq_consumed (a full batch) never fires
+		// while one answer arrives per round trip.
+		if (p->rq != NULL && p->rq->pending >= RB_RBATCH / 2 && rb_rq_flush(c, p->rq) != 0)
+			return c->status;
 		if (p->atomic != RB_ATOMIC_NONE && *p->result != base + k) {
 			c->want = base + k;
 			c->got = *p->result;
