@@ -21,8 +21,8 @@ func TestParseCPUList(t *testing.T) {
 	}{
 		{in: "0", want: []int{0}},
 		{in: "0-3,8", want: []int{0, 1, 2, 3, 8}},
-		{in: " 10-11,2\n", want: []int{2, 10, 11}},
-		{in: "3,3,1-2", want: []int{1, 2, 3}},
+		{in: " 10-11,2\n", want: []int{10, 11, 2}},
+		{in: "3,3,1-2", want: []int{3, 1, 2}},
 		{in: "", bad: true},
 		{in: "a", bad: true},
 		{in: "3-1", bad: true},
@@ -68,7 +68,7 @@ func TestLoopCPUsFromNUMANode(t *testing.T) {
 		{dev: "mlx5_1", allowed: []int{2, 3, 9}, want: []int{2, 3}, src: "numa-local"},
 		{dev: "mlx5_2", allowed: allowed, want: allowed, src: "allowed"},
 		{dev: "rxe0", allowed: []int{0, 1}, want: []int{0, 1}, src: "allowed"},
-		{dev: "mlx5_0", override: "3,1", allowed: allowed, want: []int{1, 3}, src: "-rdma.cpus"},
+		{dev: "mlx5_0", override: "3,1", allowed: allowed, want: []int{3, 1}, src: "-rdma.cpus"},
 		{dev: "mlx5_0", override: "none", allowed: allowed, want: nil, src: "-rdma.cpus none"},
 		{dev: "mlx5_0", override: "20", allowed: allowed, bad: true},
 		{dev: "mlx5_0", override: "x", allowed: allowed, bad: true},
@@ -106,6 +106,7 @@ func TestCPUListString(t *testing.T) {
 		{[]int{0}, "0"},
 		{[]int{0, 1, 2, 3, 8}, "0-3,8"},
 		{[]int{2, 4, 5, 6, 9, 10}, "2,4-6,9-10"},
+		{[]int{3, 1, 2}, "3,1-2"},
 		{nil, ""},
 	} {
 		assert.Equal(t, tc.want, cpuListString(tc.in))
