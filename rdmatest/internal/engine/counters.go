@@ -7,17 +7,17 @@ package engine
 // turns the troubling ones into benchmark metrics, so that a "fast" run
 // with retransmissions or sequence errors is visible next to its result.
 //
-// Reporting choice: ReportCounters reports a counter of the delta whose
-// name contains one of WatchedCounters' substrings (retransmission,
-// sequence-error, RNR, timeout, duplicate, error and drop counters) as
+// Reporting choice: ReportCounters reports a counter of the delta that
+// is Watched (retransmission, retry, sequence, RNR, timeout, duplicate,
+// error, drop, discard, out-of-buffer and link-down counters) as
 // b.ReportMetric(delta, "<name>/run"), and only when its delta is
 // non-zero. A fixed column per counter would print zeros for counters a
 // device does not have (names differ between rxe, mlx5 and others), and
 // every printed number must be true; benchstat shows a missing metric as
 // missing, which here means "none happened". The unit is "/run" because
 // the delta is a total over one execution of the benchmark function (from
-// the ReadCounters call before it to the one after, including setup),
-// not a per-operation value.
+// just before its timed region to just after it; setup excluded), not a
+// per-operation value.
 
 import (
 	"errors"
@@ -40,9 +40,17 @@ var SysfsRoot = "/sys/class/infiniband"
 // hw_counters one under "hw_<name>").
 type Counters map[string]uint64
 
-// WatchedCounters are the substrings that make a counter worth reporting
-// (see ReportCounters).
-var WatchedCounters = []string{"retrans", "retry", "seq_err", "rnr", "timeout", "dup", "error", "err", "drop", "discard"}
+// WatchedCounters are the words (parts of a counter's name between
+// underscores, any case) that make a counter worth reporting (see
+// ReportCounters): rxe's rcvd_seq_err, out_of_seq_request and
+// retry_exceeded_err, mlx5's out_of_sequence, out_of_buffer and
+// roce_adp_retrans, the IB counters' port_rcv_errors, VL15_dropped and
+// link_downed. Whole words, not substrings: rxe's ack_deferred (ACK
+// coalescing, normal) is not an error.
+var WatchedCounters = []string{
+	"err", "error", "errors", "retrans", "retry", "retries", "seq", "sequence", "rnr",
+	"timeout", "dup", "duplicate", "drop", "dropped", "discard", "discards", "buffer", "downed",
+}
 
 // ReadCounters reads every file of
 // <SysfsRoot>/<dev>/ports/<port>/counters and …/hw_counters. A missing
@@ -126,9 +134,15 @@ func Delta(before, after Counters) (Counters, error) {
 	return d, nil
 }
 
-// Watched tells whether a counter name contains one of WatchedCounters.
+// Watched tells whether one of the words of a counter's name is one of
+// WatchedCounters.
 func Watched(name string) bool {
-	return slices.ContainsFunc(WatchedCounters, func(w string) bool { return strings.Contains(name, w) })
+	for w := range strings.SplitSeq(strings.ToLower(name), "_") {
+		if slices.Contains(WatchedCounters, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // ReportCounters reports the watched counters of delta d as metrics

@@ -118,6 +118,32 @@ func TestReportCounters(t *testing.T) {
 	assert.Equal(t, map[string]float64{"rcvd_seq_err/run": 2, "retry_exceeded_err/run": 1, "duplicate_request/run": 4}, r.Extra)
 }
 
+// TestWatched holds the reporting choice to the counters rxe, mlx5 and
+// the IB port counters name.
+func TestWatched(t *testing.T) {
+	watched := []string{
+		// rxe (rxe_hw_counters.c)
+		"duplicate_request", "out_of_seq_request", "rcvd_rnr_err", "send_rnr_err", "rcvd_seq_err",
+		"retry_exceeded_err", "retry_rnr_exceeded_err", "completer_retry_err", "send_err", "link_downed",
+		// mlx5
+		"out_of_buffer", "out_of_sequence", "rnr_nak_retry_err", "packet_seq_err", "implied_nak_seq_err",
+		"local_ack_timeout_err", "req_cqe_error", "resp_remote_access_errors", "roce_adp_retrans",
+		"req_transport_retries_exceeded",
+		// counters/
+		"symbol_error", "port_rcv_errors", "port_xmit_discards", "VL15_dropped", "hw_port_rcv_errors",
+	}
+	quiet := []string{
+		"sent_pkts", "rcvd_pkts", "ack_deferred", "rdma_sends", "rdma_recvs", "rx_write_requests",
+		"np_cnp_sent", "lifespan", "port_xmit_data", "port_rcv_packets", "unicast_xmit_packets",
+	}
+	for _, n := range watched {
+		assert.True(t, Watched(n), "%s is not watched", n)
+	}
+	for _, n := range quiet {
+		assert.False(t, Watched(n), "%s is watched", n)
+	}
+}
+
 // TestReadCountersDevice reads the real counters of the test device
 // around some traffic.
 func TestReadCountersDevice(t *testing.T) {
