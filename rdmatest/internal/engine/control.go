@@ -58,6 +58,7 @@ func ControlPath(b *testing.B, d *Dev, c Control) {
 	var total int64
 	b.ReportAllocs()
 	before := beforeRun(b, d)
+	before.noLoop = true // the operations run on the benchmark's goroutine
 	for b.Loop() {
 		if step.pre != nil {
 			if err := step.pre(); err != nil {

@@ -39,3 +39,22 @@ func TestOpenDevBadFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestControlPathMetrics: the control path reports its per-operation
+// latency and rate, and no preempted/run (no loop thread runs it, so
+// nothing was counted), while a run over a C loop reports it.
+func TestControlPathMetrics(t *testing.T) {
+	d := Device(t)
+	res := testing.Benchmark(func(b *testing.B) {
+		ControlPath(b, d, Control{Op: OpCreateCQ, Depth: 64})
+	})
+	require.Positive(t, res.N)
+	for _, u := range []string{"p50-ns", "max-ns", "ops/s", "cpu-ns/op"} {
+		assert.Positive(t, res.Extra[u], u)
+	}
+	assert.NotContains(t, res.Extra, "preempted/run")
+
+	own, failed := ownRun(t, d, commitOp)
+	require.Empty(t, failed)
+	assert.Contains(t, own.Extra, "preempted/run", "a pinned timed loop counts its preemptions")
+}

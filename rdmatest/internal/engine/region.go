@@ -12,6 +12,7 @@ import (
 type region struct {
 	counters    Counters
 	preemptions int64         // loopPreemptions at the start
+	noLoop      bool          // no loop thread ran the region (ControlPath): no preempted/run
 	cpu         time.Duration // CPU time at the start; after end, the CPU time spent
 	ended       bool
 }
@@ -63,8 +64,12 @@ func (r *region) report(b *testing.B, d *Dev, ops int64) {
 		b.ReportMetric(float64(r.cpu.Nanoseconds())/float64(ops), "cpu-ns/op")
 	}
 	// The loops' threads end their counts when their runs end (the
-	// passive side's at its stop, before this report).
-	b.ReportMetric(float64(loopPreemptions.Load()-r.preemptions), "preempted/run")
+	// passive side's at its stop, before this report). A region that no
+	// loop thread ran has nothing counted: it reports no such metric
+	// rather than a 0 that was never measured.
+	if !r.noLoop {
+		b.ReportMetric(float64(loopPreemptions.Load()-r.preemptions), "preempted/run")
+	}
 	if r.counters == nil {
 		return
 	}
