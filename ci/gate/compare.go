@@ -154,9 +154,11 @@ func (r Row) Suspect() bool {
 type Report struct {
 	Opt  Options
 	Rows []Row
-	// Missing lists benchmarks (or single units of a benchmark) present
-	// in OLD but absent from NEW, with a hint when only the
-	// configuration differs.
+	// Missing lists benchmarks (or single gated units of a benchmark)
+	// present in OLD but absent from NEW, with a hint when only the
+	// configuration differs. An ungated unit (no direction, threshold
+	// off) that NEW dropped is a warning instead; /run units are
+	// zero-filled, never missing.
 	Missing []string
 	// Added lists benchmarks present only in NEW.
 	Added []Key
@@ -212,7 +214,14 @@ func Compare(old, cur *Set, opt Options) *Report {
 		for _, unit := range units {
 			nvals, ok := nb.samples(unit)
 			if !ok {
-				rep.Missing = append(rep.Missing, fmt.Sprintf("%s: unit %s", key.Name, unit))
+				// A unit the gate would not gate (no direction, or its
+				// threshold off) that NEW dropped is a note, not a
+				// failure: there was nothing to compare.
+				if meta.GetBetter(ob.Tidy[unit]) == 0 || opt.threshold(unit) == Off {
+					rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: unit %s is only in OLD (not gated)", key.Name, unit))
+				} else {
+					rep.Missing = append(rep.Missing, fmt.Sprintf("%s: unit %s", key.Name, unit))
+				}
 				continue
 			}
 			ovals, _ := ob.samples(unit)
@@ -372,7 +381,7 @@ func parseThreshold(unit, val string) (float64, error) {
 	}
 	val = strings.TrimSpace(val)
 	if strings.HasSuffix(val, "%") {
-		return 0, fmt.Errorf("threshold %q: %s is gated by absolute change: give an amount in %s, e.g. %s=%s", val, unit, unit, unit, absText(unit, DefaultUnitThresholds[unit]))
+		return 0, fmt.Errorf("threshold %q: %s is gated by absolute change: give an amount in %s, e.g. %s=%s", val, unit, unit, unit, FormatValue(DefaultUnitThresholds[unit]))
 	}
 	t, err := ParsePercent(val)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,4 +40,38 @@ func TestCounterUnitsAreZeroFilled(t *testing.T) {
 	assert.Equal(t, 4, got["duplicate_request/run"].Cmp.N2)
 	assert.Equal(t, Unknown, got["duplicate_request/run"].Verdict, "no Unit line gives counters a direction: shown, not gated")
 	assert.Equal(t, ExitOK, rep.ExitCode(false, false))
+}
+
+// A unit that NEW no longer reports fails the gate only if it was gated:
+// one with its threshold off (max-ns) or without a direction is a
+// warning. (Units ending in /run, preempted/run too, are zero-filled
+// instead: see above.)
+func TestUnitOnlyInOld(t *testing.T) {
+	const head = "rdma-device: rxe0\nUnit p50-ns better=lower\nUnit max-ns better=lower\n"
+	runs := func(values string) *Set {
+		set, err := ReadSet(strings.NewReader(head+strings.Repeat("BenchmarkRegMR/op=reg/size=4096-2 1000 30000 ns/op "+values+"\n", 4)), "f", nil)
+		require.NoError(t, err)
+		return set
+	}
+	old := runs("100 p50-ns 900 max-ns 7 hops")
+	opt := Options{Alpha: 0.05, Threshold: 0.05, UnitThresholds: DefaultUnitThresholds}
+	for _, tc := range []struct {
+		name, cur string
+		missing   []string
+		warned    []string
+		exit      int
+	}{
+		{"nothing dropped", "100 p50-ns 900 max-ns 7 hops", nil, nil, ExitOK},
+		{"ungated units dropped", "100 p50-ns", nil, []string{"unit max-ns is only in OLD (not gated)", "unit hops is only in OLD (not gated)"}, ExitOK},
+		{"a gated unit dropped", "900 max-ns 7 hops", []string{"RegMR/op=reg/size=4096-2: unit p50-ns"}, nil, ExitRegression},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := Compare(old, runs(tc.cur), opt)
+			assert.Equal(t, tc.missing, rep.Missing)
+			for _, w := range tc.warned {
+				assert.True(t, slices.ContainsFunc(rep.Warnings, func(s string) bool { return strings.Contains(s, w) }), "%q in %q", w, rep.Warnings)
+			}
+			assert.Equal(t, tc.exit, rep.ExitCode(false, true))
+		})
+	}
 }

@@ -237,6 +237,10 @@ func TestParsePercent(t *testing.T) {
 	assert.Equal(t, map[string]float64{"B/op": 128, "allocs/op": Off}, m, "memory units take an amount")
 	_, err = ParseUnitThresholds("B/op=5%")
 	assert.ErrorContains(t, err, "absolute change")
+	assert.ErrorContains(t, err, "e.g. B/op=64", "the example parses")
+	m, err = ParseUnitThresholds(defaultUnitText())
+	require.NoError(t, err, "-help's defaults parse: %s", defaultUnitText())
+	assert.Equal(t, DefaultUnitThresholds, m, "-help shows the defaults")
 }
 
 func TestVerdictDirection(t *testing.T) {

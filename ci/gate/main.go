@@ -24,9 +24,11 @@
 // higher). Port counter units ("<counter>/run") are printed only in runs
 // where the counter moved: a run without one counts as 0.
 //
-// Decision: one test per benchmark. Its gated rate and latency units
-// (ns/op, MB/s, msgs/s, p50-ns ... p99.9-ns; not B/op and allocs/op, see
-// below) each get the one-sided U test that NEW is worse; units that rank
+// Decision: one test per benchmark. Its gated units — every unit with a
+// direction (ns/op, MB/s and the Unit lines': p50-ns ... p99.9-ns,
+// msgs/s, msgs/s/thread, ops/s, cpu-ns/op, delivered-msgs/s,
+// lost-msgs/op), except B/op and allocs/op (see below) — each get the
+// one-sided U test that NEW is worse; units that rank
 // the runs identically (MB/s and msgs/s are ns/op inverted) count as one
 // test, and rows constant on both sides as none. The benchmark's p-value
 // is Holm's first step within it, k·min(p) for k distinct tests; the
@@ -176,9 +178,12 @@ func options(alpha float64, threshold, unitThr string) (Options, error) {
 func defaultUnitText() string {
 	var parts []string
 	for _, u := range sortedUnits(DefaultUnitThresholds) {
-		if t := DefaultUnitThresholds[u]; t == Off {
+		switch t := DefaultUnitThresholds[u]; {
+		case t == Off:
 			parts = append(parts, u+"=off")
-		} else {
+		case AbsUnits[u]:
+			parts = append(parts, u+"="+FormatValue(t))
+		default:
 			parts = append(parts, u+"="+pct(t))
 		}
 	}
