@@ -47,7 +47,8 @@
 //   - *Lat: one operation at a time. SendLat and WriteLat are ping-pongs:
 //     p50-ns … max-ns are half round trips (perftest's RTT/2). ReadLat
 //     and AtomicLat report full round trips. msgs/s counts round trips
-//     per second, MB/s the requester's payload bytes per second.
+//     per second; there is no MB/s (one message per round trip is not a
+//     bandwidth).
 //   - *BW: a stream of qd outstanding WRs per QP. MB/s (10^6 B/s) and
 //     msgs/s run from the first post to the last completion, as
 //     perftest's "BW average"; p50-ns … max-ns are latency under load:

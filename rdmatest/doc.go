@@ -109,8 +109,8 @@
 //     of the run (1 ns … 100 s, 3 significant digits; nothing dropped or
 //     trimmed, perftest drops its two largest): the value reported for
 //     quantile q is the highest value equivalent to the bucket holding the
-//     sample of nearest rank ⌈q·n⌉ (hdrhistogram-go's ValueAtQuantile), so
-//     it may exceed that sample by up to 0.1%.
+//     sample of rank round(q·n), at least 1 (hdrhistogram-go's
+//     ValueAtPercentile), so it may exceed that sample by up to 0.1%.
 //   - msgs/s: operations completed divided by the loop's own time, from
 //     just before the first measured post to the poll that returned the
 //     last completion (for ping-pong: the last answer). Operations are
@@ -119,7 +119,8 @@
 //     time, 1 MB = 10^6 bytes (perftest prints MiB/s = 2^20 bytes/s: MB/s
 //     = 1.048576 × MiB/s): perftest's "BW average".
 //   - ns/op: the testing timer around the one call that runs the loop
-//     (the loop's thread starting included, microseconds) divided by b.N:
+//     (started once the thread is pinned; stopped after the thread's CPU
+//     affinity is restored, one system call) divided by b.N:
 //     a full round trip for the latency families (not halved, while their
 //     percentiles are halves), one message for streams, one message each
 //     way for bidir streams (b.N pairs).
@@ -148,15 +149,22 @@
 //     messages sent that never arrived. On RC every message must arrive,
 //     or the run fails.
 //   - <counter>/run: port counters (sysfs hw_counters and counters) that
-//     moved during the run, as deltas over the whole run (not per
-//     operation; the run's length is b.N operations).
+//     moved during the run and are watched (see Watched), as deltas from
+//     just before the timed region to just after it (not per operation;
+//     the run's length is b.N operations). The control path reports no
+//     preempted/run: it runs on the benchmark's goroutine, not a loop
+//     thread.
 //   - Echo RPC (HERD style, see scenario.EchoRPC): one sample per RPC = the full
 //     round trip (not halved) from just before the request's post call
 //     until the poll that returned its response's receive completion,
 //     with qd requests outstanding; msgs/s = RPCs completed per second.
-//   - Inbound, threads, header-only, atomics over many counters and the
-//     control path: see scenario.Stream and scenario.ControlPath, and
-//     bench_test's package doc.
+//   - offered-msgs/s (rate= runs): the offered rate, Load × the peak
+//     measured just before on the same pair; msgs/s is then the achieved
+//     rate, and a latency sample runs from the message's due time (see
+//     scenario.Stream).
+//   - Inbound, threads, header-only, offered load, atomics over many
+//     counters and the control path: see scenario.Stream and
+//     scenario.ControlPath, and bench_test's package doc.
 //
 // Every standard scenario verifies its results after the timed region
 // (payload patterns, atomics' returned values and counters, delivered

@@ -163,8 +163,10 @@ func NewRecorder() *Recorder { return engine.NewRecorder() }
 // histogram to <dir>/<benchmark name>.hlog. Call it after the loop.
 func ReportLatency(b *testing.B, r *Recorder) { engine.ReportLatency(b, r) }
 
-// ReportRate reports msgs/s: msgs divided by the benchmark's elapsed
-// time. Call it after the loop.
+// ReportRate reports msgs/s: msgs divided by the testing timer's elapsed
+// time (b.Elapsed), for a benchmark with no clock of its own around its
+// operations (Measure and the standard scenarios use the loop's own
+// time). Call it after the loop.
 func ReportRate(b *testing.B, msgs int) { engine.ReportRate(b, msgs) }
 
 // FlushHlog writes the .hlog interval still held, if any (Main calls it).
@@ -180,9 +182,10 @@ func ReadCounters(dev string, port int) (Counters, error) { return engine.ReadCo
 // went backwards or disappeared make it also return an error naming them.
 func Delta(before, after Counters) (Counters, error) { return engine.Delta(before, after) }
 
-// Watched tells whether a counter is one rdmabench reports: its name
-// speaks of retransmissions, retries, sequence errors, RNR, timeouts,
-// duplicates, errors, drops or discards.
+// Watched tells whether a counter is one rdmabench reports: a word of its
+// name (between underscores) speaks of retransmissions, retries,
+// sequence errors, RNR, timeouts, duplicates, errors, drops, discards,
+// an empty receive buffer or a link going down.
 func Watched(name string) bool { return engine.Watched(name) }
 
 // ReportCounters reports the watched counters of delta d as metrics

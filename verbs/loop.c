@@ -587,7 +587,7 @@ static int rb_stream_post(rb_stream *s, int qi, int k) {
 	return rb_stream_reap(s, 0, 0) < 0 ? -1 : 0;
 }
 
-// rb_run_stream: see Stream in rdmatest for what is timed.
+// rb_run_stream: see scenario.Stream (rdmatest/internal/engine Stream) for what is timed.
 int rb_run_stream(rb_stream *s) {
 	rb_ctl *c = &s->ctl;
 	if (s->gate && !s->opens_gate) {

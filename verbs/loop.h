@@ -160,7 +160,7 @@ typedef struct {
 	struct ibv_qp *qp;
 	struct ibv_send_wr *wrs;     // batch WRs (and their SGEs), reused
 	struct ibv_sge *sges;
-	struct ibv_send_wr marker;   // the completion marker (see Stream in rdmatest)
+	struct ibv_send_wr marker;   // the completion marker (see Stream in rdmatest/internal/engine)
 	struct ibv_sge marker_sge;
 	uint64_t posted, done, last_signal;
 	int64_t *posted_at;          // ring of post times of signaled WRs

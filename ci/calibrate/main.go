@@ -8,8 +8,8 @@
 // the same device in one VM boot):
 //
 //	go test -c -o .cache/bench.test ./bench_test
-//	go build -o .cache/calibrate ./ci/calibrate
-//	.cache/rxevm -- .cache/calibrate [flags]
+//	go build -o .cache/bin/calibrate ./ci/calibrate
+//	.cache/rxevm -- .cache/bin/calibrate [flags]
 //
 // Each perftest program runs as server and client on the same device
 // over 127.0.0.1 (-F, -n ITERS, and options matched to the benchmark's
@@ -103,7 +103,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.markdown, "markdown", false, "print the table as Markdown")
 	fs.StringVar(&c.perftestD, "perftest", "", "directory of the perftest programs (default: $PATH)")
 	fs.IntVar(&c.size, "size", 0, "message size for every scenario but the atomics (perftest -s; the benchmark's size= point via -rdma.sizes); 0: each scenario's own")
-	fs.StringVar(&c.control, "control", "", "the C-only control program (make calibrate builds .cache/cping from ci/cping): a third contestant of write_lat, rdmabench's own C loop without the Go runtime; \"\" = none")
+	fs.StringVar(&c.control, "control", "", "the C-only control program (make calibrate builds .cache/bin/cping from ci/cping): a third contestant of write_lat, rdmabench's own C loop without the Go runtime; \"\" = none")
 	fs.IntVar(&c.controlGID, "control-gid", -1, "GID index of the control (default: the benchmark's, from its rdma-gid-index line)")
 	fs.IntVar(&c.qd, "qd", 0, "queue depth for every streaming scenario (perftest -t; the benchmark's qd= point via -rdma.qd); 0: each scenario's own")
 	if err := fs.Parse(args); err != nil {

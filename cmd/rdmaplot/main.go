@@ -22,7 +22,8 @@
 //     bytes; first post to last completion) vs message size, one line per
 //     family. The legend shows only the name parts that differ between
 //     the lines, the title those they share. Ping-pong families (*Lat)
-//     are left out: their MB/s is one message per round trip.
+//     are left out: they report no MB/s, and their msgs/s (round trips
+//     per second) is not a stream's rate.
 //   - msgrate-<base>.{svg,png}: msgs/s vs message size, likewise.
 //   - latency-<family>.{svg,png}: p50-ns, p99-ns, p99.9-ns in µs vs size,
 //     one chart per family, log y (for *BW: latency under load).
@@ -175,8 +176,8 @@ func Plot(outDir string, res *Results, spectra []*Spectrum) ([]string, error) {
 }
 
 // isStream tells streaming families (WriteBW, SendBW, ...): only their
-// MB/s and msgs/s are bandwidth. A ping-pong's MB/s is one message per
-// round trip and would mislead next to them.
+// MB/s and msgs/s are bandwidth. A ping-pong's msgs/s is round trips per
+// second and would mislead next to them.
 func isStream(n benchname.Name) bool { return strings.HasSuffix(n.Base, "BW") }
 
 // group is the families of one base (e.g. all WriteBW variants), drawn

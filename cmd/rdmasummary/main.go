@@ -14,9 +14,9 @@
 // file), then the medians of the units that mean something for the
 // family:
 //
-//   - MB/s (as testing.B prints it: 1 MB = 10^6 bytes) and msgs/s, but
-//     not for ping-pong families (*Lat), where they count one message per
-//     round trip;
+//   - MB/s (1 MB = 10^6 bytes) and msgs/s, for the families that
+//     report them (ping-pong families, *Lat, report msgs/s only: round
+//     trips per second);
 //   - msgs/s/thread and ops/s where a family reports them;
 //   - p50, p99 and p99.9 latency, from the p50-ns, p99-ns and p99.9-ns
 //     units, in ns, µs, ms or s (for *BW: latency under load).

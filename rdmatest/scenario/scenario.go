@@ -67,8 +67,46 @@ func Latency(b *testing.B, d *rdmatest.Dev, s Spec) { engine.Latency(b, d, s) }
 
 // Stream measures spec s as a stream: QD WRs outstanding per QP, posted
 // Batch at a time round-robin over the QPs, one in Signal signaled, with
-// b.N messages. It reports MB/s (1 MB = 10^6 B), msgs/s and latency under
-// load, and verifies payloads, counters and delivered counts after the run.
+// b.N messages. It reports MB/s (payload bytes per second, 1 MB = 10^6 B)
+// and msgs/s, both from the loop's own clock: from just before the first
+// post to the poll that returned the last completion (perftest's BW
+// average); and latency under load (p50-ns … max-ns: from just before
+// the post call that carried a signaled WR until the poll that returned
+// its completion). After the run it verifies payloads, atomics' counters
+// and delivered counts; a mismatch fails the benchmark.
+//
+// Variants, by Spec field:
+//
+//   - Bidir: side B streams the mirror of A's stream to A at the same
+//     time, b.N messages each. The time runs from A's first post until the
+//     later of the two loops' last completions; MB/s counts both
+//     directions, msgs/s = 2·b.N / that time, and the percentiles merge
+//     both sides' samples.
+//   - Inbound (side=responder): msgs/s is the passive side's rate, its
+//     receives over the time from the requester's first post to the poll
+//     that last returned receive completions at B (one clock: both loops
+//     run in this process). No MB/s; the percentiles stay the requester's.
+//   - Threads: that many C loops, each with its own pair, CQs, passive
+//     side and histogram, started together; the time runs from the first
+//     post to the slowest thread's last completion. msgs/s = b.N / that
+//     time; msgs/s/thread is the slowest thread's rate. Threads are not
+//     pinned and may share CPUs: how the rate holds up then is part of
+//     the scaling curve.
+//   - HeaderOnly: SEND_WITH_IMM or WRITE_WITH_IMM of 0 bytes (Size 0); MB/s
+//     is then 0 and msgs/s is the figure.
+//   - Counters, Stride (atomics): WR k of a QP targets counter k mod
+//     Counters, Stride bytes apart.
+//   - Load (rate=): first, untimed, a closed-loop stream of 5000 messages
+//     on the same pair measures the peak rate; then the run is open-loop
+//     at Load × that peak: message k is due k / offered s after the start
+//     and is posted at its due time, or as soon as the queue has room
+//     when behind (a batch at its first message's due time). A
+//     latency sample runs from the message's due time, not its post, to
+//     its completion, so time spent behind schedule counts (wrk2).
+//     offered-msgs/s is the offered rate, msgs/s the achieved one.
+//
+// UC and UD streams of verbs that consume a receive also report
+// delivered-msgs/s and lost-msgs/op (see package rdmatest).
 func Stream(b *testing.B, d *rdmatest.Dev, s Spec) { engine.Stream(b, d, s) }
 
 // EchoRPC measures HERD-style echo RPCs: s gives the request verb and

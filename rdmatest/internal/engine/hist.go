@@ -59,9 +59,9 @@ func (r *Recorder) Merge(o *Recorder) {
 // Count is the number of samples.
 func (r *Recorder) Count() int64 { return r.h.TotalCount() }
 
-// Quantile returns the value at percentile p (0..100): the smallest
-// recorded value (to 3 significant digits) that at least p% of the
-// samples are less than or equal to (nearest rank).
+// Quantile returns the value at percentile p (0..100): the highest value
+// equivalent (to 3 significant digits) to the sample of rank
+// round(p/100·n), at least 1 (hdrhistogram-go's ValueAtPercentile).
 func (r *Recorder) Quantile(p float64) int64 { return r.h.ValueAtPercentile(p) }
 
 // Percentiles are the quantiles every latency report carries, with their
@@ -121,8 +121,10 @@ func reportPercentiles(b *testing.B, r *Recorder) {
 	b.ReportMetric(float64(r.h.Max()), "max-ns")
 }
 
-// ReportRate reports msgs/s: msgs divided by the benchmark's elapsed
-// time. Call it after the loop (and after any timed drain).
+// ReportRate reports msgs/s: msgs divided by the testing timer's elapsed
+// time (b.Elapsed), for a pattern with no loop clock of its own; the
+// standard scenarios and Measure divide by the loop's own time instead.
+// Call it after the loop (and after any timed drain).
 func ReportRate(b *testing.B, msgs int) {
 	b.Helper()
 	if s := b.Elapsed().Seconds(); s > 0 {

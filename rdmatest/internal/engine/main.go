@@ -32,7 +32,8 @@ var Units = []Unit{
 // there already), parses the flags, prints the benchmark-format
 // configuration lines that label the results (rdma-device,
 // rdma-provider, rdma-fw, rdma-node-guid, rdma-link-layer, rdma-mtu,
-// rdma-gid-type, rdma-gid-index, kernel, rdma-core) and the Unit lines,
+// rdma-speed, rdma-gid-type, rdma-gid-index, rdma-cpus, kernel,
+// rdma-core; rdma-host in the qemu guest) and the Unit lines,
 // then runs the tests, writes the .hlog interval still held for a b.N
 // benchmark (FlushHlog) and exits.
 //

@@ -38,6 +38,8 @@ import (
 //     (one clock: both loops run in this process). No MB/s is reported;
 //     ns/op and the latency percentiles stay the requester's.
 //   - Threads ≥ 1: see streamThreads.
+//   - Load: see scenario.Stream, whose doc is the public one of all
+//     these variants.
 //   - Counters, Stride (atomics): WR k of a QP targets counter k mod
 //     Counters, at Stride·(k mod Counters) bytes into the passive side's
 //     slot of that QP.
