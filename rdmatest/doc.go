@@ -157,7 +157,9 @@
 //   - Echo RPC (HERD style, see scenario.EchoRPC): one sample per RPC = the full
 //     round trip (not halved) from just before the request's post call
 //     until the poll that returned its response's receive completion,
-//     with qd requests outstanding; msgs/s = RPCs completed per second.
+//     with qd requests outstanding, every one posted in the timed region
+//     (it starts by filling the window); msgs/s = RPCs completed per
+//     second.
 //   - offered-msgs/s (rate= runs): the offered rate, Load × the peak
 //     measured just before on the same pair; msgs/s is then the achieved
 //     rate, and a latency sample runs from the message's due time (see

@@ -118,8 +118,8 @@ static int rb_wait_cq(rb_ctl *c, struct ibv_cq *cq, struct ibv_comp_channel *ch,
 				return -1;
 			}
 			struct pollfd pfd = {.fd = ch->fd, .events = POLLIN};
-			int ms = left / 1000000 + 1;
-			if (poll(&pfd, 1, ms > 100 ? 100 : ms) > 0) {
+			int64_t ms = left / 1000000 + 1; // at most 100 ms a poll: the stop flag is seen
+			if (poll(&pfd, 1, ms > 100 ? 100 : (int)ms) > 0) {
 				struct ibv_cq *ecq;
 				void *ctx;
 				if (ibv_get_cq_event(ch, &ecq, &ctx) == 0)
@@ -231,22 +231,24 @@ int rb_run_ping(rb_ping *p) {
 	rb_ctl *c = &p->ctl;
 	struct ibv_wc wc[RB_POLL_BATCH];
 	int half = p->send_depth / 2 > 0 ? p->send_depth / 2 : 1;
-	uint64_t posted = 0, covered = 0;
-	uint8_t v = 0;
+	// p->posted, p->covered (the send queue's accounting) and p->v (the
+	// WRITE ping's last value) carry over from Warm to Run.
 	int what = p->mode == RB_PING_WRITE ? RB_WAIT_ECHO_BYTE : p->mode == RB_PING_RECV ? RB_WAIT_ANSWER : RB_WAIT_COMPLETION;
 
+	if (p->mode == RB_PING_ROUND)
+		p->wr.send_flags |= IBV_SEND_SIGNALED; // each round trip waits for its own completion
 	if (p->atomic != RB_ATOMIC_NONE && !p->have_base) {
 		// Read the counter with an operation that leaves it as it is
 		// (add 0; compare-and-swap 0 for 0), untimed: the start value.
 		p->wr.wr.atomic.compare_add = 0;
 		p->wr.wr.atomic.swap = 0;
 		p->wr.send_flags |= IBV_SEND_SIGNALED;
-		p->wr.wr_id = posted++;
+		p->wr.wr_id = p->posted++;
 		if (rb_post(c, p->qp, &p->wr, &p->wr) != 0)
 			return c->status;
 		if (rb_wait_cq(c, p->cq, p->ch, wc, 1, rb_clock_ns(), what, 1) < 0)
 			return c->status;
-		covered = posted;
+		p->covered = p->posted;
 		p->base = *p->result;
 		p->have_base = 1;
 		if (p->atomic == RB_ATOMIC_FADD)
@@ -261,13 +263,13 @@ int rb_run_ping(rb_ping *p) {
 			// Room in the send queue: sends are signaled once every
 			// half depth, so this waits only when a whole half is
 			// unacknowledged.
-			while (posted - covered >= (uint64_t)p->send_depth - 1) {
+			while (p->posted - p->covered >= (uint64_t)p->send_depth - 1) {
 				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND,
-						     (int64_t)(posted - covered));
-				if (got < 0 || rb_take(c, wc, got, &covered, p->rq, 1) < 0)
+						     (int64_t)(p->posted - p->covered));
+				if (got < 0 || rb_take(c, wc, got, &p->covered, p->rq, 1) < 0)
 					return c->status;
 			}
-			if ((posted + 1) % half == 0)
+			if ((p->posted + 1) % half == 0)
 				p->wr.send_flags |= IBV_SEND_SIGNALED;
 			else
 				p->wr.send_flags &= ~IBV_SEND_SIGNALED;
@@ -277,38 +279,38 @@ int rb_run_ping(rb_ping *p) {
 			p->wr.wr.atomic.swap = base + k + 1;
 		}
 		if (p->mode == RB_PING_WRITE) {
-			v = v % 255 + 1; // 1..255: never the initial 0
-			*p->out_last = v;
+			p->v = p->v % 255 + 1; // 1..255: never the initial 0
+			*p->out_last = p->v;
 		}
-		p->wr.wr_id = posted;
+		p->wr.wr_id = p->posted;
 		int64_t t0 = rb_clock_ns();
 		if (rb_post(c, p->qp, &p->wr, &p->wr) != 0)
 			return c->status;
-		posted++;
+		p->posted++;
 		if (i == 0)
 			c->t_first = t0;
 		switch (p->mode) {
 		case RB_PING_WRITE:
-			for (unsigned spins = 1; *p->in_last != v; spins++) {
+			for (unsigned spins = 1; *p->in_last != p->v; spins++) {
 				if (c->stop)
 					return rb_fail(c, RB_STOPPED);
 				if (spins % RB_CLOCK_EVERY == 0 && rb_clock_ns() - t0 > c->timeout_ns)
-					return rb_stalled(c, what, (int64_t)(posted - covered));
+					return rb_stalled(c, what, (int64_t)(p->posted - p->covered));
 			}
 			break;
 		case RB_PING_RECV:
 			for (int answered = 0; !answered;) {
-				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, t0, what, (int64_t)(posted - covered));
-				int recvs = got < 0 ? -1 : rb_take(c, wc, got, &covered, p->rq, 1);
+				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, t0, what, (int64_t)(p->posted - p->covered));
+				int recvs = got < 0 ? -1 : rb_take(c, wc, got, &p->covered, p->rq, 1);
 				if (recvs < 0)
 					return c->status;
 				answered = recvs > 0;
 			}
 			break;
 		default:
-			while (covered < posted) {
-				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, t0, what, (int64_t)(posted - covered));
-				if (got < 0 || rb_take(c, wc, got, &covered, NULL, 0) < 0)
+			while (p->covered < p->posted) {
+				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, t0, what, (int64_t)(p->posted - p->covered));
+				if (got < 0 || rb_take(c, wc, got, &p->covered, NULL, 0) < 0)
 					return c->status;
 			}
 		}
@@ -350,6 +352,28 @@ static int rb_idle(rb_serve *s, unsigned *turns, int64_t *since) {
 	return now - *since > s->idle_ns;
 }
 
+// rb_serve_recv files one receive completion of a passive loop: it must
+// come from one of the loop's receive queues (wr_id: the queue, when
+// there are several) and, where answers are owed, fit in the queue of
+// immediates still to answer. Anything else (a receive where the loop
+// posted none, as in the WRITE modes) ends the loop as unexpected.
+// Returns 0, or -1 with the status set.
+static int rb_serve_recv(rb_serve *s, struct ibv_wc *wc) {
+	rb_ctl *c = &s->ctl;
+	uint64_t q = s->nrq == 1 ? 0 : wc->wr_id;
+	int echo = s->mode == RB_SERVE_RECV_ECHO;
+	if (q >= (uint64_t)s->nrq || (echo && c->recvs - c->ops >= s->imm_cap)) {
+		rb_set_bad(c, wc);
+		return rb_fail(c, RB_UNEXPECTED), -1;
+	}
+	if (rb_rq_consumed(c, &s->rq[q]) != 0)
+		return -1;
+	if (echo)
+		s->imms[c->recvs % s->imm_cap] = (wc->wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc->imm_data) : 0;
+	c->recvs++;
+	return 0;
+}
+
 // rb_serve_answer posts one answer, after waiting for room; receives that
 // arrive meanwhile join the queue of immediates (n of them, from head).
 static int rb_serve_answer(rb_serve *s, uint64_t *posted, uint64_t *covered, struct ibv_wc *wc) {
@@ -362,13 +386,7 @@ static int rb_serve_answer(rb_serve *s, uint64_t *posted, uint64_t *covered, str
 		for (int i = 0; i < got; i++) {
 			if (wc[i].opcode & IBV_WC_RECV) {
 				// Answered later: this loop runs again after the post.
-				if (s->ctl.recvs - s->ctl.ops >= s->imm_cap) {
-					rb_set_bad(c, &wc[i]);
-					return rb_fail(c, RB_UNEXPECTED);
-				}
-				s->imms[(s->ctl.recvs) % s->imm_cap] = (wc[i].wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc[i].imm_data) : 0;
-				s->ctl.recvs++;
-				if (rb_rq_consumed(c, &s->rq[s->nrq == 1 ? 0 : wc[i].wr_id % s->nrq]) != 0)
+				if (rb_serve_recv(s, &wc[i]) != 0)
 					return -1;
 			} else {
 				*covered = wc[i].wr_id + 1;
@@ -451,21 +469,8 @@ int rb_run_serve(rb_serve *s) {
 				covered = wc[i].wr_id + 1;
 				continue;
 			}
-			uint64_t q = s->nrq == 1 ? 0 : wc[i].wr_id;
-			if (q >= (uint64_t)s->nrq) {
-				rb_set_bad(c, &wc[i]);
-				return rb_fail(c, RB_UNEXPECTED);
-			}
-			if (rb_rq_consumed(c, &s->rq[q]) != 0)
+			if (rb_serve_recv(s, &wc[i]) != 0)
 				return c->status;
-			if (s->mode == RB_SERVE_RECV_ECHO) {
-				if (c->recvs - c->ops >= s->imm_cap) {
-					rb_set_bad(c, &wc[i]);
-					return rb_fail(c, RB_UNEXPECTED);
-				}
-				s->imms[c->recvs % s->imm_cap] = (wc[i].wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc[i].imm_data) : 0;
-			}
-			c->recvs++;
 			recvs++;
 		}
 		if (recvs > 0 && s->mode == RB_SERVE_SINK)
@@ -480,12 +485,12 @@ int rb_run_serve(rb_serve *s) {
 	return RB_OK;
 }
 
-// rb_stream_reap processes completions: all there are (wait = 0) or at
-// least one (wait = 1, within the deadline).
+// rb_stream_reap processes completions: all there are (wait =
+// RB_WAIT_NONE) or at least one (wait: what for, within the deadline).
 static int rb_stream_reap(rb_stream *s, int wait, int64_t outstanding) {
 	rb_ctl *c = &s->ctl;
 	struct ibv_wc wc[RB_POLL_BATCH];
-	int got = wait ? rb_wait_cq(c, s->cq, s->ch, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND, outstanding)
+	int got = wait != RB_WAIT_NONE ? rb_wait_cq(c, s->cq, s->ch, wc, RB_POLL_BATCH, rb_clock_ns(), wait, outstanding)
 		       : rb_poll_cq(c, s->cq, wc, RB_POLL_BATCH);
 	if (got < 0)
 		return -1;
@@ -545,12 +550,12 @@ static int rb_stream_post(rb_stream *s, int qi, int k) {
 		while (rb_clock_ns() < due) {
 			if (c->stop)
 				return rb_fail(c, RB_STOPPED), -1;
-			if (rb_stream_reap(s, 0, 0) < 0)
+			if (rb_stream_reap(s, RB_WAIT_NONE, 0) < 0)
 				return -1;
 		}
 	}
 	while (q->posted - q->done + (uint64_t)k > (uint64_t)s->qd)
-		if (rb_stream_reap(s, 1, rb_stream_outstanding(s)) < 0)
+		if (rb_stream_reap(s, RB_WAIT_SEND, rb_stream_outstanding(s)) < 0)
 			return -1;
 	int64_t now = rb_clock_ns();
 	uint64_t sig = (uint64_t)s->signal, counters = (uint64_t)s->counters, stride = (uint64_t)s->stride;
@@ -584,7 +589,7 @@ static int rb_stream_post(rb_stream *s, int qi, int k) {
 		return -1;
 	q->posted += (uint64_t)k;
 	c->ops += k;
-	return rb_stream_reap(s, 0, 0) < 0 ? -1 : 0;
+	return rb_stream_reap(s, RB_WAIT_NONE, 0) < 0 ? -1 : 0;
 }
 
 // rb_run_stream: see scenario.Stream (rdmatest/internal/engine Stream) for what is timed.
@@ -619,7 +624,7 @@ int rb_run_stream(rb_stream *s) {
 		if (q->last_signal == q->posted)
 			continue;
 		while (q->posted - q->done + 1 > (uint64_t)s->send_depth)
-			if (rb_stream_reap(s, 1, rb_stream_outstanding(s)) < 0)
+			if (rb_stream_reap(s, RB_WAIT_SEND, rb_stream_outstanding(s)) < 0)
 				return c->status;
 		q->marker.wr_id = RB_MARKER | (uint64_t)i << RB_SEQ_BITS | q->posted;
 		q->marker.next = NULL;
@@ -629,12 +634,12 @@ int rb_run_stream(rb_stream *s) {
 		q->last_signal = q->posted;
 	}
 	for (int64_t out; (out = rb_stream_outstanding(s)) > 0;)
-		if (rb_stream_reap(s, 1, out) < 0)
+		if (rb_stream_reap(s, RB_WAIT_SEND, out) < 0)
 			return c->status;
 	// A bidir stream's side keeps its receives stocked until the other
 	// side's messages have all arrived.
 	while (c->recvs < s->expect_recvs)
-		if (rb_stream_reap(s, 1, 0) < 0)
+		if (rb_stream_reap(s, RB_WAIT_RECVS, 0) < 0)
 			return c->status;
 	return RB_OK;
 }
@@ -724,9 +729,24 @@ static int rb_rpc_take(rb_rpc *r, int64_t *rtt, int64_t *at_out) {
 	return (int)k;
 }
 
-// rb_run_rpc runs one phase: fill the window and complete n RPCs
-// unrecorded; complete n RPCs, recording each round trip; or take the
-// window's last responses.
+// rb_rpc_drain takes the window's outstanding responses, sending
+// nothing more: afterwards no request is outstanding.
+static int rb_rpc_drain(rb_rpc *r) {
+	int64_t rtt, at;
+	for (int i = 0; i < r->window; i++) {
+		int k = rb_rpc_take(r, &rtt, &at);
+		if (k < 0)
+			return r->ctl.status;
+		r->gen[k] = 0;
+	}
+	return rb_rq_flush(&r->ctl, r->rq) != 0 ? r->ctl.status : RB_OK;
+}
+
+// rb_run_rpc runs one phase: fill the window, complete n RPCs and take
+// the window's responses, all unrecorded (warm-up: nothing is left
+// outstanding); fill the window and complete n RPCs, recording each
+// round trip, so that every sample is of a request posted in this phase;
+// or take the window's last responses.
 int rb_run_rpc(rb_rpc *r) {
 	rb_ctl *c = &r->ctl;
 	int64_t rtt, at;
@@ -740,9 +760,12 @@ int rb_run_rpc(rb_rpc *r) {
 			if (k < 0 || rb_rpc_send(r, k) != 0)
 				return c->status;
 		}
-		return RB_OK;
+		return rb_rpc_drain(r);
 	case RB_RPC_MEASURE:
 		c->t_first = rb_clock_ns();
+		for (int k = 0; k < r->window; k++)
+			if (rb_rpc_send(r, k) != 0)
+				return c->status;
 		for (int64_t i = 0; i < r->n; i++) {
 			if (c->stop)
 				return rb_fail(c, RB_STOPPED);
@@ -751,20 +774,12 @@ int rb_run_rpc(rb_rpc *r) {
 				return c->status;
 			rb_hist_add(&r->hist, rtt);
 			c->ops++;
-			// The rate's end: when the loop took the last response (one
-			// polled before the measured phase began has an earlier at).
-			c->t_last = at > c->t_first ? at : rb_clock_ns();
+			c->t_last = at; // the rate's end: the poll that returned the last response
 			if (rb_rpc_send(r, k) != 0)
 				return c->status;
 		}
 		return RB_OK;
 	default:
-		for (int i = 0; i < r->window; i++) {
-			int k = rb_rpc_take(r, &rtt, &at);
-			if (k < 0)
-				return c->status;
-			r->gen[k] = 0;
-		}
-		return RB_OK;
+		return rb_rpc_drain(r);
 	}
 }

@@ -114,6 +114,7 @@ var waitNames = []string{
 	"the completion of our own READ or atomic operation",
 	"completions of our own sends (room in the send queue)",
 	"the start of the stream we start together with",
+	"the other side's messages (receive completions)",
 }
 
 // LoopError is a loop that ended without doing its work.
@@ -309,10 +310,14 @@ type ServeConfig struct {
 // slot | generation << 16 (generations 1 … 255): in its immediate data
 // (SEND_WITH_IMM) or as its last byte (RDMA WRITE into the server's slot);
 // the response (a receive completion carrying the tag as immediate data)
-// frees the slot, which takes the next request. Warm fills the window
-// and completes RPCs unrecorded, Run completes RPCs recording each round
-// trip (from just before the request's post call to the poll that
-// returned its response), Drain takes the window's last responses.
+// frees the slot, which takes the next request. Warm fills the window,
+// completes RPCs and takes the window's responses, all unrecorded, so
+// that none is outstanding; Run fills the window again and completes
+// RPCs recording each round trip (from just before the request's post
+// call to the poll that returned its response), so every sample is of a
+// request Run posted; Drain takes the window's last responses. RecvDepth
+// must cover the window plus one batch of receives waiting to be
+// reposted.
 type RPCConfig struct {
 	QP             *QP // requests go out here
 	ReqCQ, RespCQ  *CQ // the same CQ when requests and responses share a QP

@@ -45,6 +45,7 @@ enum {
 	RB_WAIT_COMPLETION,  // the completion of our own READ or atomic
 	RB_WAIT_SEND,        // completions of our own sends (room in the send queue)
 	RB_WAIT_GATE,        // the start of the stream we start together with
+	RB_WAIT_RECVS,       // the other side's messages (our receives), bidir streams
 };
 
 // rb_ctl is the part every loop shares: the stop flag Go sets, the
@@ -99,7 +100,12 @@ typedef struct {
 	int64_t iters, warmup, gap_ns;
 	uint64_t base;               // atomics: the counter's value before the first operation
 	uint64_t done_before;        // atomics: operations of earlier runs (Warm)
-	int32_t have_base, pad;
+	// Kept from one call to the next (Warm, then Run): sends posted and
+	// known complete (the send queue's accounting), and the last value
+	// the WRITE ping wrote (the next one must differ from it).
+	uint64_t posted, covered;
+	int32_t have_base;
+	uint8_t v, pad[3];
 } rb_ping;
 
 // Passive-side modes.

@@ -42,7 +42,7 @@ type Loop struct {
 	mu      sync.Mutex
 	running bool
 	ran     bool
-	done    chan struct{} // closed when Run returns
+	done    chan struct{} // closed when the running C call (Run, Warm, Drain) returns
 }
 
 // alloc returns n zeroed elements of size bytes in C memory, every page
@@ -105,7 +105,7 @@ func (l *Loop) newRQ(qps []*QP, srq *SRQ, sges []SGE, depth int) (*C.rb_rq, C.in
 }
 
 func (l *Loop) start(kind string, timeout time.Duration, owners ...uint64) {
-	l.kind, l.timeout, l.done = kind, timeout, make(chan struct{})
+	l.kind, l.timeout = kind, timeout
 	l.ctl.timeout_ns = C.int64_t(timeout.Nanoseconds())
 	l.id = track(KindLoop, owners...)
 }
@@ -308,23 +308,15 @@ func (l *Loop) Follow(leader *Loop) error {
 // Run runs the loop once, on the calling thread, and returns what it
 // measured; a loop that did not finish its work returns a *LoopError.
 func (l *Loop) Run() (LoopResult, error) {
-	l.mu.Lock()
-	switch {
-	case l.ctl == nil:
-		l.mu.Unlock()
-		return LoopResult{}, fmt.Errorf("verbs: %s loop: %w", l.kind, ErrClosed)
-	case l.running || l.ran:
-		l.mu.Unlock()
-		return LoopResult{}, fmt.Errorf("verbs: %s loop: Run called twice", l.kind)
+	if err := l.enter(func() error {
+		if l.ran {
+			return fmt.Errorf("verbs: %s loop: Run called twice", l.kind)
+		}
+		return nil
+	}); err != nil {
+		return LoopResult{}, err
 	}
-	l.running = true
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.running, l.ran = false, true
-		close(l.done)
-		l.mu.Unlock()
-	}()
+	defer l.leave(true)
 	switch {
 	case l.ping != nil:
 		C.rb_run_ping(l.ping)
@@ -339,17 +331,49 @@ func (l *Loop) Run() (LoopResult, error) {
 	return l.result(), l.err()
 }
 
+// enter marks the loop running for one C call (Run, Warm, Drain), if it
+// is open, not running and may (the state check may refuse it): Close then
+// waits for leave before it frees anything.
+func (l *Loop) enter(may func() error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.ctl == nil:
+		return fmt.Errorf("verbs: %s loop: %w", l.kind, ErrClosed)
+	case l.running:
+		return fmt.Errorf("verbs: %s loop: already running", l.kind)
+	}
+	if err := may(); err != nil {
+		return err
+	}
+	l.running, l.done = true, make(chan struct{})
+	return nil
+}
+
+// leave ends what enter began; ran marks the loop's Run done.
+func (l *Loop) leave(ran bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.running = false
+	l.ran = l.ran || ran
+	close(l.done)
+}
+
 // Warm runs n unrecorded round trips of a ping loop now (untimed), and
 // the atomic loops' first read of the counter; the next Run does only the
-// measured ones.
+// measured ones. An rpc loop fills its window, completes n RPCs and takes
+// their responses, leaving none outstanding.
 func (l *Loop) Warm(n int64) error {
-	l.mu.Lock()
-	p, r := l.ping, l.rpc
-	if (p == nil && r == nil) || l.running || l.ran {
-		l.mu.Unlock()
-		return fmt.Errorf("verbs: Warm applies to a ping or rpc loop before its Run")
+	if err := l.enter(func() error {
+		if (l.ping == nil && l.rpc == nil) || l.ran {
+			return fmt.Errorf("verbs: Warm applies to a ping or rpc loop before its Run")
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
-	l.mu.Unlock()
+	defer l.leave(false)
+	p, r := l.ping, l.rpc
 	if r != nil {
 		return l.rpcPhase(C.RB_RPC_FILL, C.int64_t(n))
 	}
@@ -380,12 +404,15 @@ func (l *Loop) rpcPhase(phase C.int32_t, n C.int64_t) error {
 // Drain takes the last responses of an rpc loop's window, after its Run
 // (untimed): every request of the run was answered.
 func (l *Loop) Drain() error {
-	l.mu.Lock()
-	if l.rpc == nil || l.running || !l.ran {
-		l.mu.Unlock()
-		return fmt.Errorf("verbs: Drain applies to an rpc loop after its Run")
+	if err := l.enter(func() error {
+		if l.rpc == nil || !l.ran {
+			return fmt.Errorf("verbs: Drain applies to an rpc loop after its Run")
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
-	l.mu.Unlock()
+	defer l.leave(false)
 	return l.rpcPhase(C.RB_RPC_DRAIN, 0)
 }
 

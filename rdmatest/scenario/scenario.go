@@ -111,7 +111,9 @@ func Stream(b *testing.B, d *rdmatest.Dev, s Spec) { engine.Stream(b, d, s) }
 
 // EchoRPC measures HERD-style echo RPCs: s gives the request verb and
 // transport (WRITE over UC or RC, SEND_WITH_IMM over UD), Size, the
-// window QD and Inline. One sample is one RPC's full round trip. Client
+// window QD and Inline. One sample is one RPC's full round trip, of a
+// request posted in the timed region (which starts by filling the
+// window); msgs/s counts RPCs from that first post. Client
 // and server both run in this process: under -rdma.peer it skips.
 func EchoRPC(b *testing.B, d *rdmatest.Dev, s Spec) { engine.EchoRPC(b, d, s) }
 

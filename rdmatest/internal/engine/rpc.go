@@ -27,8 +27,8 @@ import (
 // of an outstanding request.
 
 // maxWindow bounds an echo RPC's window: every outstanding request needs
-// a posted receive for its response (RecvDepth 512, reposted 64 at a
-// time) and room in the send queues.
+// a posted receive for its response (RecvDepth 512 ≥ window + 64, the
+// receives waiting to be reposted) and room in the send queues.
 const maxWindow = 256
 
 // CheckRPC validates an echo RPC spec against a device's limits (see
@@ -67,10 +67,12 @@ func (s Spec) CheckRPC(d Limits) error {
 // over UD), Size, the window QD (requests outstanding) and Inline (for
 // requests and responses). Client and server are C loops (verbs.NewRPC,
 // and ServeRecvEcho or ServeWriteRPC), each on a thread pinned to its own
-// CPU. The client fills the window and completes one window of RPCs
-// (untimed), then completes b.N RPCs in the timed region — each: wait
+// CPU. The client fills the window, completes one window of RPCs and
+// takes their responses (untimed, nothing left outstanding); in the timed
+// region it fills the window again and completes b.N RPCs — each: wait
 // for a response, check its tag, send the next request in the freed
-// slot — and then takes the window's last responses (untimed), so that
+// slot — so that every sample is of a request posted in the timed
+// region; then it takes the window's last responses (untimed), so that
 // every request was answered. Reported: p50-ns … max-ns of the full
 // round trip (not halved) from just before the request's post call
 // until the poll that returned its response; msgs/s = RPCs completed per
@@ -90,26 +92,51 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 		b.Skip(err)
 	}
 	b.ReportAllocs()
-	timeout := d.Opts.Timeout
 	cpus := d.loopCPUs(2)
+	c, resp, release := newEchoRPC(b, d, &s, int64(b.N), cpus[1])
+	defer release()
+	// Fill the window, complete one window of RPCs and take their
+	// responses (untimed, unrecorded): the first pass pays one-time costs
+	// that are not the RPC's.
+	if err := c.Warm(int64(s.QD)); err != nil {
+		resp.fatal(b, err)
+	}
+	res, rec, before := measure(b, d, c, cpus[0], resp, c.Drain)
+	reportLatencyHeld(b, rec)
+	reportLoopRate(b, "msgs/s", res.Ops, res.Elapsed())
+	before.report(b, d, int64(b.N))
+}
+
+// newEchoRPC builds an echo RPC run of n RPCs of s (checked): its pairs,
+// the server started on cpu and the client loop, not yet warmed.
+// release stops and frees them all, the loop first.
+func newEchoRPC(tb testing.TB, d *Dev, s *Spec, n int64, cpu int) (client *verbs.Loop, resp *responder, release func()) {
+	tb.Helper()
+	var undo []func()
+	release = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	timeout := d.Opts.Timeout
 	stride := (s.Size + 63) &^ 63
 	cfg := PairConfig{Transport: s.Transport, SlotSize: s.QD * stride, SendDepth: 2 * s.QD}
 	if s.Inline {
 		cfg.Inline = s.Size
 	}
-	req := NewPair(b, d, cfg)
-	defer req.close()
-	client := verbs.RPCConfig{QP: req.A.QPs[0], ReqCQ: req.A.CQ, RespCQ: req.A.CQ, WR: sendWR(&s, req.A, 0),
+	req := NewPair(tb, d, cfg)
+	undo = append(undo, func() { req.close() })
+	cc := verbs.RPCConfig{QP: req.A.QPs[0], ReqCQ: req.A.CQ, RespCQ: req.A.CQ, WR: sendWR(s, req.A, 0),
 		Out: req.A.outByte(0, 0), Window: s.QD, Stride: stride, Size: s.Size, RecvQP: req.A.QPs[0],
-		Recv: req.A.In(0, recvBytes(&s)), RecvDepth: req.Cfg.RecvDepth, SendDepth: cfg.SendDepth,
-		RPCs: int64(b.N), Timeout: timeout, Hist: histGeometry}
+		Recv: req.A.In(0, recvBytes(s)), RecvDepth: req.Cfg.RecvDepth, SendDepth: cfg.SendDepth,
+		RPCs: n, Timeout: timeout, Hist: histGeometry}
 	var server verbs.ServeConfig
 	if s.Op == verbs.OpWrite {
 		// Responses come back over UD, on a pair of their own.
 		cfg.Transport = verbs.TransportUD
-		rp := NewPair(b, d, cfg)
-		defer rp.close()
-		client.RespCQ, client.RecvQP, client.Recv = rp.A.CQ, rp.A.QPs[0], rp.A.In(0, s.Size+grhBytes)
+		rp := NewPair(tb, d, cfg)
+		undo = append(undo, func() { rp.close() })
+		cc.RespCQ, cc.RecvQP, cc.Recv = rp.A.CQ, rp.A.QPs[0], rp.A.In(0, s.Size+grhBytes)
 		wr := verbs.SendWR{Op: verbs.OpSendImm, NumSGE: 1, UD: rp.B.Peer[0].Dest}
 		wr.SGE[0] = rp.B.Out(0, s.Size)
 		if s.Inline {
@@ -119,26 +146,19 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 			Req: req.B.inByte(0, 0), Resp: rp.B.outByte(0, 0), Window: s.QD, Stride: stride, Size: s.Size,
 			Timeout: timeout, Idle: timeout}
 	} else {
-		server, _ = serveConfig(req.B, &s, roleEcho, req.Cfg.RecvDepth, timeout)
+		server, _ = serveConfig(req.B, s, roleEcho, req.Cfg.RecvDepth, timeout)
 	}
-	resp, err := startServe(server, cpus[1])
+	resp, err := startServe(server, cpu)
 	if err != nil {
-		b.Fatal(err)
+		release()
+		tb.Fatal(err)
 	}
-	defer resp.Stop()
-	c, err := verbs.NewRPC(client)
+	undo = append(undo, func() { resp.Stop() })
+	client, err = verbs.NewRPC(cc)
 	if err != nil {
-		resp.fatal(b, err)
+		release()
+		fatal(tb, err)
 	}
-	defer c.Close()
-	// Fill the window, then complete one window of RPCs (untimed,
-	// unrecorded): the first pass pays one-time costs that are not the
-	// RPC's.
-	if err := c.Warm(int64(s.QD)); err != nil {
-		resp.fatal(b, err)
-	}
-	res, rec, before := measure(b, d, c, cpus[0], resp, c.Drain)
-	reportLatencyHeld(b, rec)
-	reportLoopRate(b, "msgs/s", res.Ops, res.Elapsed())
-	before.report(b, d, int64(b.N))
+	undo = append(undo, func() { client.Close() })
+	return client, resp, release
 }
