@@ -347,13 +347,16 @@ func (c *RPCConfig) check() error {
 		return fmt.Errorf("verbs: rpc loop: requests are RDMA WRITE or SEND_WITH_IMM, not %s", c.WR.Op)
 	case c.Window < 1 || c.Window > 1<<16 || c.Size < 1 || c.Stride < c.Size:
 		return fmt.Errorf("verbs: rpc loop: window %d (1 … 65536), size %d (≥ 1) and stride %d (≥ size)", c.Window, c.Size, c.Stride)
-	case c.RecvDepth < c.Window || c.RecvDepth > c.RecvQP.caps.MaxRecvWR:
-		return fmt.Errorf("verbs: rpc loop: receive depth %d must be %d (the window) … %d (max_recv_wr)", c.RecvDepth, c.Window, c.RecvQP.caps.MaxRecvWR)
+	case c.RecvDepth < c.Window+recvBatch || c.RecvDepth > c.RecvQP.caps.MaxRecvWR:
+		return fmt.Errorf("verbs: rpc loop: receive depth %d must be %d (the window + %d, receives are reposted in batches) … %d (max_recv_wr)", c.RecvDepth, c.Window+recvBatch, recvBatch, c.RecvQP.caps.MaxRecvWR)
 	case c.SendDepth < 2 || c.RPCs < 1:
 		return fmt.Errorf("verbs: rpc loop: send depth %d (≥ 2), RPCs %d (≥ 1)", c.SendDepth, c.RPCs)
 	}
 	if c.Hist.countsLen == 0 {
 		return errors.New("verbs: rpc loop: no histogram geometry (NewHistGeometry)")
+	}
+	if err := checkLoopWR("rpc", "the request", &c.WR); err != nil {
+		return err
 	}
 	return validateSendWR(&c.WR, c.QP.transport, &c.QP.caps)
 }
@@ -394,14 +397,29 @@ type StreamConfig struct {
 	Recv        []SGE
 	RecvDepth   int
 	ExpectRecvs int64
-	// Interval, when positive, makes the stream open-loop: message k is
-	// due at start + k·Interval (posted then, or as soon after as the
-	// queue allows), and each signaled message's sample runs from its due
-	// time, not its post: waiting for room is charged (no coordinated
-	// omission, as in wrk2).
+	// Interval, when positive, makes the stream open-loop (Batch must be
+	// 1): message k is due at start + k·Interval (posted then, or as soon
+	// after as the queue allows), and each signaled message's sample runs
+	// from its due time, not its post: waiting for room is charged (no
+	// coordinated omission, as in wrk2).
 	Interval time.Duration
 	Timeout  time.Duration
 	Hist     HistGeometry
+}
+
+// recvBatch is how many consumed receives the loops repost at a time at
+// most (loop.h's RB_RBATCH): a loop that waits for receives needs this
+// many posted beyond what it has outstanding.
+const recvBatch = 64
+
+// checkLoopWR refuses a WR with more than one SGE where a loop keeps room
+// for one (the ping's, a passive side's answer, an RPC request, a
+// stream's marker).
+func checkLoopWR(what, which string, wr *SendWR) error {
+	if wr.NumSGE > 1 {
+		return fmt.Errorf("verbs: %s loop: %s has %d SGEs; the loop takes at most 1", what, which, wr.NumSGE)
+	}
+	return nil
 }
 
 func checkLoopCommon(what string, cq *CQ, timeout time.Duration) error {
@@ -427,13 +445,16 @@ func (c *PingConfig) check() error {
 		return fmt.Errorf("verbs: ping loop: %d iterations (must be ≥ 1), %d warm-up (must be ≥ 0)", c.Iters, c.Warmup)
 	case c.Mode != PingRound && c.SendDepth < 2:
 		return fmt.Errorf("verbs: ping loop: send depth %d must be at least 2", c.SendDepth)
-	case c.Mode == PingRecv && (c.RecvDepth < 1 || c.RecvDepth > c.QP.caps.MaxRecvWR):
-		return fmt.Errorf("verbs: ping loop: receive depth %d must be 1..%d (the QP's max_recv_wr)", c.RecvDepth, c.QP.caps.MaxRecvWR)
+	case c.Mode == PingRecv && (c.RecvDepth < recvBatch || c.RecvDepth > c.QP.caps.MaxRecvWR):
+		return fmt.Errorf("verbs: ping loop: receive depth %d must be %d (receives are reposted in batches) … %d (the QP's max_recv_wr)", c.RecvDepth, recvBatch, c.QP.caps.MaxRecvWR)
 	case c.Gap < 0:
 		return fmt.Errorf("verbs: ping loop: gap %v must not be negative", c.Gap)
 	}
 	if c.Hist.countsLen == 0 {
 		return errors.New("verbs: ping loop: no histogram geometry (NewHistGeometry)")
+	}
+	if err := checkLoopWR("ping", "the WR", &c.WR); err != nil {
+		return err
 	}
 	return validateSendWR(&c.WR, c.QP.transport, &c.QP.caps)
 }
@@ -470,6 +491,9 @@ func (c *ServeConfig) check() error {
 		if c.SendDepth < 2 {
 			return fmt.Errorf("verbs: serve loop: send depth %d must be at least 2", c.SendDepth)
 		}
+		if err := checkLoopWR("serve", "the answer", &c.WR); err != nil {
+			return err
+		}
 		return validateSendWR(&c.WR, c.QPs[0].transport, &c.QPs[0].caps)
 	}
 	return nil
@@ -490,8 +514,12 @@ func (c *StreamConfig) check() error {
 		return fmt.Errorf("verbs: stream loop: send depth %d must exceed qd %d (room for the marker)", c.SendDep, c.QD)
 	case c.Counters < 0 || (c.Counters > 1 && c.Stride < 8):
 		return fmt.Errorf("verbs: stream loop: %d counters with stride %d: need stride ≥ 8", c.Counters, c.Stride)
+	case c.Signal%c.Batch != 0 && c.Signal+c.Batch-1 > c.QD:
+		return fmt.Errorf("verbs: stream loop: qd %d, batch %d, signal %d: the loop could wait for room with no signaled WR outstanding; need batch to divide signal, or signal + batch − 1 ≤ qd", c.QD, c.Batch, c.Signal)
 	case c.Interval < 0:
 		return fmt.Errorf("verbs: stream loop: interval %v must not be negative", c.Interval)
+	case c.Interval > 0 && c.Batch > 1:
+		return fmt.Errorf("verbs: stream loop: an open-loop stream (interval %v) posts one message at its due time, not batches of %d", c.Interval, c.Batch)
 	case c.RecvDepth < 0 || c.ExpectRecvs < 0:
 		return fmt.Errorf("verbs: stream loop: receive depth %d and expected receives %d must not be negative", c.RecvDepth, c.ExpectRecvs)
 	case c.RecvDepth > 0 && len(c.Recv) != len(c.QPs):
@@ -509,6 +537,9 @@ func (c *StreamConfig) check() error {
 		}
 		if err := validateSendWR(&c.QPs[i].WR, q.QP.transport, &q.QP.caps); err != nil {
 			return fmt.Errorf("verbs: stream loop: QP %d: %w", i, err)
+		}
+		if err := checkLoopWR("stream", fmt.Sprintf("QP %d's marker", i), &c.QPs[i].Marker); err != nil {
+			return err
 		}
 		if err := validateSendWR(&c.QPs[i].Marker, q.QP.transport, &q.QP.caps); err != nil {
 			return fmt.Errorf("verbs: stream loop: QP %d's marker: %w", i, err)

@@ -23,6 +23,10 @@ import (
 	"unsafe"
 )
 
+// recvBatch (loop.go) is loop.h's RB_RBATCH: this builds only when they
+// are equal.
+var _ = [1]struct{}{}[recvBatch-C.RB_RBATCH]
+
 // Loop is a timed loop built in C memory (see NewPing, NewServe,
 // NewStream). Run runs it once; Stop may be called from any goroutine;
 // Close frees it, after Run has returned.

@@ -62,3 +62,70 @@ func TestEchoRPCSamplesInRun(t *testing.T) {
 	// Max is the highest value of its HDR bucket: up to 0.1% above the sample.
 	assert.LessOrEqual(t, float64(rec.h.Max()), 1.001*float64(elapsed.Nanoseconds()), "a sample longer than the run")
 }
+
+// TestLoopConfigsRefused: loop configurations the C loops cannot run to
+// the end are refused when the loop is built, naming the values.
+func TestLoopConfigsRefused(t *testing.T) {
+	d := Device(t)
+	s := Spec{Op: verbs.OpSend, Size: 64}
+	p := checkedPair(t, d, &s, KindLatency)
+	a := p.A
+	const timeout = time.Second
+	wr := sendWR(&s, a, 0)
+	twoSGE := wr
+	twoSGE.NumSGE, twoSGE.SGE[1] = 2, a.Out(0, 8)
+	ping := func(edit func(c *verbs.PingConfig)) error {
+		c := verbs.PingConfig{QP: a.QPs[0], CQ: a.CQ, WR: wr, SendDepth: 64, Iters: 1, Timeout: timeout, Hist: histGeometry,
+			Mode: verbs.PingRecv, Recv: a.In(0, 64), RecvDepth: 512}
+		edit(&c)
+		l, err := verbs.NewPing(c)
+		if err == nil {
+			l.Close()
+		}
+		return err
+	}
+	stream := func(edit func(c *verbs.StreamConfig)) error {
+		c := verbs.StreamConfig{CQ: a.CQ, QPs: []verbs.StreamQP{{QP: a.QPs[0], WR: wr, Marker: wr}}, Msgs: 10,
+			QD: 8, Batch: 1, Signal: 1, SendDep: 16, Timeout: timeout, Hist: histGeometry}
+		edit(&c)
+		l, err := verbs.NewStream(c)
+		if err == nil {
+			l.Close()
+		}
+		return err
+	}
+	rpc := func(edit func(c *verbs.RPCConfig)) error {
+		req := wr
+		req.Op = verbs.OpSendImm
+		c := verbs.RPCConfig{QP: a.QPs[0], ReqCQ: a.CQ, RespCQ: a.CQ, WR: req, Out: a.outByte(0, 0), Window: 8, Stride: 64, Size: 64,
+			RecvQP: a.QPs[0], Recv: a.In(0, 64), RecvDepth: 72, SendDepth: 16, RPCs: 1, Timeout: timeout, Hist: histGeometry}
+		edit(&c)
+		l, err := verbs.NewRPC(c)
+		if err == nil {
+			l.Close()
+		}
+		return err
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string // "" = built
+	}{
+		{"ping as configured", ping(func(*verbs.PingConfig) {}), ""},
+		{"ping receives below one repost batch", ping(func(c *verbs.PingConfig) { c.RecvDepth = 16 }), "receive depth 16 must be 64"},
+		{"ping WR of two SGEs", ping(func(c *verbs.PingConfig) { c.WR = twoSGE }), "has 2 SGEs; the loop takes at most 1"},
+		{"stream as configured", stream(func(*verbs.StreamConfig) {}), ""},
+		{"stream marker of two SGEs", stream(func(c *verbs.StreamConfig) { c.QPs[0].Marker = twoSGE }), "QP 0's marker has 2 SGEs"},
+		{"stream that could wait with no signaled WR", stream(func(c *verbs.StreamConfig) { c.Batch, c.Signal = 3, 8 }), "need batch to divide signal"},
+		{"stream whose batch fits the signal interval", stream(func(c *verbs.StreamConfig) { c.Batch, c.Signal = 4, 8 }), ""},
+		{"rpc receives below the window + one repost batch", rpc(func(c *verbs.RPCConfig) { c.RecvDepth = 71 }), "receive depth 71 must be 72"},
+		{"rpc request of two SGEs", rpc(func(c *verbs.RPCConfig) { c.WR.NumSGE, c.WR.SGE[1] = 2, a.Out(0, 8) }), "the request has 2 SGEs"},
+		{"open-loop stream in batches", stream(func(c *verbs.StreamConfig) { c.Batch, c.Signal, c.Interval = 2, 2, time.Millisecond }), "not batches of 2"},
+	} {
+		if tc.want == "" {
+			assert.NoError(t, tc.err, tc.name)
+		} else {
+			assert.ErrorContains(t, tc.err, tc.want, tc.name)
+		}
+	}
+}

@@ -13,6 +13,29 @@ import (
 // TestEveryRuleRefuses gives every rule of CheckLimits an input that it
 // refuses, with the words its message must carry, and an input it
 // accepts; a rule without a case here fails the test.
+// TestStreamProgressRules: combinations a stream loop cannot run to the
+// end are refused before anything is created.
+func TestStreamProgressRules(t *testing.T) {
+	const str = KindStream
+	for _, tc := range []struct {
+		s    Spec
+		want string // "" = accepted
+	}{
+		{Spec{Kind: str, Op: verbs.OpWrite, Size: 8, QD: 8, Batch: 3, Signal: 8}, "qd 8, batch 3, signal interval 8"},
+		{Spec{Kind: str, Op: verbs.OpWrite, Size: 8, QD: 10, Batch: 3, Signal: 8}, ""},
+		{Spec{Kind: str, Op: verbs.OpWrite, Size: 8, QD: 8, Batch: 4, Signal: 8}, ""},
+		{Spec{Kind: str, Op: verbs.OpWrite, Size: 8, QD: 128, Batch: 2, Load: 0.5}, "batch 2 must be 1"},
+		{Spec{Kind: str, Op: verbs.OpWrite, Size: 8, QD: 128, Batch: 1, Load: 0.5}, ""},
+	} {
+		err := tc.s.CheckLimits(rxeLimits())
+		if tc.want == "" {
+			assert.NoError(t, err, "%+v", tc.s)
+		} else {
+			assert.ErrorContains(t, err, tc.want, "%+v", tc.s)
+		}
+	}
+}
+
 func TestEveryRuleRefuses(t *testing.T) {
 	lim := rxeLimits()
 	noAtomics := rxeLimits()

@@ -275,6 +275,12 @@ func checkWindow(s *Spec, _ *Limits) error {
 	}
 	if s.Signal > s.QD {
 		errs = append(errs, bad("signal interval %d exceeds qd %d (the send queue would fill before a completion is asked for)", s.Signal, s.QD))
+	} else if s.Batch <= s.QD && s.Batch > 0 && s.Signal%s.Batch != 0 && s.Signal+s.Batch-1 > s.QD {
+		// The unsignaled WRs after the last signaled one (up to signal−1)
+		// plus a batch must fit in qd, or the loop waits for room with
+		// no completion coming; batches that divide the interval end on
+		// a signaled WR.
+		errs = append(errs, bad("qd %d, batch %d, signal interval %d: the stream could wait for room with no signaled WR outstanding (need batch to divide the signal interval, or signal + batch − 1 ≤ qd)", s.QD, s.Batch, s.Signal))
 	}
 	return errors.Join(errs...)
 }
@@ -346,6 +352,8 @@ func checkLoad(s *Spec, _ *Limits) error {
 		return bad("offered load %g must be a fraction of the peak rate in (0, 1]", s.Load)
 	case s.Load > 0 && (s.Kind != KindStream || s.Bidir || s.Inbound || s.Threads > 0 || s.isAtomic()):
 		return bad("an offered load applies to one-way streams of SEND, WRITE or READ (not latency runs, bidir, inbound, threads or atomics)")
+	case s.Load > 0 && s.Batch > 1:
+		return bad("an offered load posts each message at its due time: batch %d must be 1", s.Batch)
 	}
 	return nil
 }
