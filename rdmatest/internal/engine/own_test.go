@@ -12,15 +12,17 @@ import (
 )
 
 func TestRegisterUnit(t *testing.T) {
+	// checks/s is this test's own: other tests register commits/s
+	// (Measure), in any order.
 	saved := Units
 	t.Cleanup(func() { Units = saved })
 	Units = append([]Unit(nil), saved...)
 	tests := []struct {
 		name, better, err string
 	}{
-		{"commits/s", "higher", ""},
-		{"commits/s", "higher", ""}, // again, same direction
-		{"commits/s", "lower", `unit "commits/s" is registered as better=higher, not lower`},
+		{"checks/s", "higher", ""},
+		{"checks/s", "higher", ""}, // again, same direction
+		{"checks/s", "lower", `unit "checks/s" is registered as better=higher, not lower`},
 		{"p50-ns", "higher", `unit "p50-ns" is registered as better=lower, not higher`},
 		{"two words", "lower", "a unit is one word"},
 		{"", "lower", "a unit is one word"},
@@ -36,14 +38,14 @@ func TestRegisterUnit(t *testing.T) {
 	}
 	n := 0
 	for _, u := range Units {
-		if u.Name == "commits/s" {
+		if u.Name == "checks/s" {
 			n++
 		}
 	}
 	assert.Equal(t, 1, n, "registered once")
 	var buf bytes.Buffer
 	printUnitsFrom(&buf, len(saved))
-	assert.Equal(t, "Unit commits/s better=higher\n", buf.String(), "printed after the run by Main")
+	assert.Equal(t, "Unit checks/s better=higher\n", buf.String(), "printed after the run by Main")
 }
 
 func TestSlotBounds(t *testing.T) {
