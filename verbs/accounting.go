@@ -3,6 +3,7 @@ package verbs
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ type Object struct {
 	ID      uint64
 	Created string    // file:line of the first caller outside package verbs
 	owners  [2]uint64 // IDs of the objects it was created from (0 = none)
+	uses    []uint64  // IDs of other objects it uses (a loop: its QPs, CQs, SRQ, buffers)
 }
 
 // String returns e.g. "qp #12 created at foo_test.go:42".
@@ -56,6 +58,37 @@ func track(kind Kind, owners ...uint64) uint64 {
 	copy(o.owners[:], owners)
 	registry.live[id] = o
 	return id
+}
+
+// trackUses registers a new object as track does, which also uses the
+// objects uses (a loop: the QPs, CQs, SRQ and buffers its C code
+// touches): they refuse to close while it is open (usersError).
+func trackUses(kind Kind, uses []uint64, owners ...uint64) uint64 {
+	id := track(kind, owners...)
+	registry.Lock()
+	o := registry.live[id]
+	o.uses = slices.DeleteFunc(slices.Clone(uses), func(u uint64) bool { return u == 0 })
+	registry.live[id] = o
+	registry.Unlock()
+	return id
+}
+
+// usersError returns nil when no live object uses id, else an error
+// naming the object and its users.
+func usersError(id uint64) error {
+	users := liveWhere(func(o Object) bool { return slices.Contains(o.uses, id) })
+	if len(users) == 0 {
+		return nil
+	}
+	registry.Lock()
+	self := registry.live[id]
+	registry.Unlock()
+	names := make([]string, len(users))
+	for i, u := range users {
+		names[i] = u.String()
+	}
+	return fmt.Errorf("verbs: cannot close %s: %d open objects use it: %s (close them first)",
+		self, len(users), strings.Join(names, "; "))
 }
 
 // untrack removes an object; unknown IDs are ignored.

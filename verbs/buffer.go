@@ -50,6 +50,9 @@ func (b *Buffer) Close() error {
 	if err := childrenError(fmt.Sprintf("buffer at %#x", b.Addr()), b.id); err != nil {
 		return err
 	}
+	if err := usersError(b.id); err != nil {
+		return err
+	}
 	if err := munmapBuffer(b.mem); err != nil {
 		return fmt.Errorf("verbs: unmapping buffer: %w", err)
 	}

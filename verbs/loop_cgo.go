@@ -108,10 +108,21 @@ func (l *Loop) newRQ(qps []*QP, srq *SRQ, sges []SGE, depth int) (*C.rb_rq, C.in
 	return rqs, C.int32_t(n), nil
 }
 
-func (l *Loop) start(kind string, timeout time.Duration, owners ...uint64) {
+// start finishes a built loop: uses are the objects its C code touches
+// (0s are skipped), the first two its owners (the QP and CQ it was
+// created from); none of them closes while the loop is open.
+func (l *Loop) start(kind string, timeout time.Duration, uses ...uint64) {
 	l.kind, l.timeout = kind, timeout
 	l.ctl.timeout_ns = C.int64_t(timeout.Nanoseconds())
-	l.id = track(KindLoop, owners...)
+	l.id = trackUses(KindLoop, uses, uses[:min(2, len(uses))]...)
+}
+
+// bufID is the ID of the buffer b points into (0: none).
+func (b ByteAt) bufID() uint64 {
+	if b.Buf == nil {
+		return 0
+	}
+	return b.Buf.id
 }
 
 // NewPing builds the requester of a latency loop (see PingConfig). For
@@ -159,7 +170,7 @@ func NewPing(cfg PingConfig) (*Loop, error) {
 		l.free()
 		return nil, err
 	}
-	l.start("ping", cfg.Timeout, cfg.QP.id, cfg.CQ.id)
+	l.start("ping", cfg.Timeout, cfg.QP.id, cfg.CQ.id, cfg.InLast.bufID(), cfg.OutLast.bufID(), cfg.Result.bufID())
 	return l, nil
 }
 
@@ -204,7 +215,14 @@ func NewServe(cfg ServeConfig) (*Loop, error) {
 		l.free()
 		return nil, err
 	}
-	l.start("serve", cfg.Timeout, cfg.QPs[0].id, cfg.CQ.id)
+	uses := []uint64{cfg.QPs[0].id, cfg.CQ.id, cfg.InLast.bufID(), cfg.OutLast.bufID(), cfg.Req.bufID(), cfg.Resp.bufID()}
+	for _, qp := range cfg.QPs[1:] {
+		uses = append(uses, qp.id)
+	}
+	if cfg.SRQ != nil {
+		uses = append(uses, cfg.SRQ.id)
+	}
+	l.start("serve", cfg.Timeout, uses...)
 	return l, nil
 }
 
@@ -257,7 +275,11 @@ func NewStream(cfg StreamConfig) (*Loop, error) {
 		}
 	}
 	owner := cfg.QPs[0].QP.id
-	l.start("stream", cfg.Timeout, owner, cfg.CQ.id)
+	uses := []uint64{owner, cfg.CQ.id}
+	for _, qp := range qps[1:] {
+		uses = append(uses, qp.id)
+	}
+	l.start("stream", cfg.Timeout, uses...)
 	return l, nil
 }
 
@@ -292,7 +314,7 @@ func NewRPC(cfg RPCConfig) (*Loop, error) {
 		return nil, err
 	}
 	r.n = C.int64_t(cfg.RPCs)
-	l.start("rpc", cfg.Timeout, cfg.QP.id, cfg.RespCQ.id)
+	l.start("rpc", cfg.Timeout, cfg.QP.id, cfg.RespCQ.id, cfg.ReqCQ.id, cfg.RecvQP.id, cfg.Out.bufID())
 	return l, nil
 }
 

@@ -613,12 +613,16 @@ func (s *SRQ) Close() error {
 	return release(&s.id, "", s.c.close)
 }
 
-// release closes a tracked object once: while parent is named it refuses
-// as long as objects created from id are open, then it calls closeC and
-// forgets id. A closed object (id 0) is left alone.
+// release closes a tracked object once: it refuses while an open object
+// uses it (a loop) and, while parent is named, as long as objects created
+// from id are open; then it calls closeC and forgets id. A closed object
+// (id 0) is left alone.
 func release(id *uint64, parent string, closeC func() error) error {
 	if *id == 0 {
 		return nil
+	}
+	if err := usersError(*id); err != nil {
+		return err
 	}
 	if parent != "" {
 		if err := childrenError(parent, *id); err != nil {

@@ -129,3 +129,23 @@ func TestLoopConfigsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopHoldsItsObjects: the QPs, CQs and buffers a loop's C code
+// touches refuse to close while the loop is open, naming it, and close
+// once it is closed.
+func TestLoopHoldsItsObjects(t *testing.T) {
+	d := Device(t)
+	s := Spec{Op: verbs.OpWrite, Size: 64}
+	p := checkedPair(t, d, &s, KindLatency)
+	l, err := newPing(p, &s, 1, d.Opts.Timeout)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, l.Close()) })
+	for name, c := range map[string]interface{ Close() error }{"QP": p.A.QPs[0], "CQ": p.A.CQ} {
+		err := c.Close()
+		require.Error(t, err, "%s closed under an open loop", name)
+		assert.Contains(t, err.Error(), "open objects use it", name)
+		assert.Contains(t, err.Error(), "loop #", name)
+	}
+	require.NoError(t, l.Close())
+	assert.NoError(t, p.A.QPs[0].Close(), "the QP closes once the loop is closed")
+}
