@@ -376,22 +376,27 @@ static int rb_serve_recv(rb_serve *s, struct ibv_wc *wc) {
 
 // rb_serve_answer posts one answer, after waiting for room; receives that
 // arrive meanwhile join the queue of immediates (n of them, from head).
+// rb_serve_take files the completions of a passive loop's CQ: receives
+// (answered later, by the loop's next turn) and its own sends (covered).
+static int rb_serve_take(rb_serve *s, uint64_t *covered, struct ibv_wc *wc, int got) {
+	for (int i = 0; i < got; i++) {
+		if (wc[i].opcode & IBV_WC_RECV) {
+			if (rb_serve_recv(s, &wc[i]) != 0)
+				return -1;
+		} else {
+			*covered = wc[i].wr_id + 1;
+		}
+	}
+	return 0;
+}
+
 static int rb_serve_answer(rb_serve *s, uint64_t *posted, uint64_t *covered, struct ibv_wc *wc) {
 	rb_ctl *c = &s->ctl;
 	int half = s->send_depth / 2 > 0 ? s->send_depth / 2 : 1;
 	while (*posted - *covered >= (uint64_t)s->send_depth - 1) {
 		int got = rb_wait_cq(c, s->cq, NULL, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND, (int64_t)(*posted - *covered));
-		if (got < 0)
+		if (got < 0 || rb_serve_take(s, covered, wc, got) != 0)
 			return -1;
-		for (int i = 0; i < got; i++) {
-			if (wc[i].opcode & IBV_WC_RECV) {
-				// Answered later: this loop runs again after the post.
-				if (rb_serve_recv(s, &wc[i]) != 0)
-					return -1;
-			} else {
-				*covered = wc[i].wr_id + 1;
-			}
-		}
 	}
 	if ((*posted + 1) % half == 0)
 		s->wr.send_flags |= IBV_SEND_SIGNALED;
@@ -401,6 +406,15 @@ static int rb_serve_answer(rb_serve *s, uint64_t *posted, uint64_t *covered, str
 	if (rb_post(c, s->qp, &s->wr, &s->wr) != 0)
 		return -1;
 	(*posted)++;
+	// The WRITE modes poll their CQ only here: once half the send queue
+	// is unacknowledged, after the answer is out (while the requester
+	// waits for it), so that the wait above, inside a round trip, does
+	// not come to poll. (The receive modes' loop polls on every turn.)
+	if (s->mode != RB_SERVE_RECV_ECHO && *posted - *covered >= (uint64_t)half) {
+		int got = rb_poll_cq(c, s->cq, wc, RB_POLL_BATCH);
+		if (got < 0 || rb_serve_take(s, covered, wc, got) != 0)
+			return -1;
+	}
 	return 0;
 }
 
