@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest"
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
 )
 
 // minTokenLen is the shortest token accepted.
@@ -130,15 +131,15 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	return o, nil
 }
 
-// loadToken reads the token from the file, or else the environment.
+// loadToken reads the token from the file (oob.ReadTokenFile, as the
+// clients read theirs), or else the environment.
 func loadToken(file string, getenv func(string) string) (string, error) {
 	tok := getenv(tokenEnv)
 	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
+		var err error
+		if tok, err = oob.ReadTokenFile(file); err != nil {
 			return "", usageError{fmt.Errorf("-token-file: %w", err)}
 		}
-		tok = strings.TrimRight(string(b), "\r\n")
 	}
 	if tok != "" && len(tok) < minTokenLen {
 		return "", usageError{fmt.Errorf("the token is %d bytes; use at least %d (e.g. openssl rand -hex 32)", len(tok), minTokenLen)}

@@ -52,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 )
 
 // Version is the protocol version this package speaks.
@@ -231,3 +232,38 @@ func proof(token, label string, a, b []byte) []byte {
 // ProofOK compares a received proof with the expected one in constant
 // time.
 func ProofOK(got, want []byte) bool { return hmac.Equal(got, want) }
+
+// MaxTokenFile bounds a token file (ReadTokenFile).
+const MaxTokenFile = 4 << 10
+
+// ReadTokenFile reads a shared token from the file at path the one way
+// both rdmapeer and its clients do: the first line, trimmed of white
+// space, non-empty; the file must be a regular one of at most
+// MaxTokenFile bytes (a token, not /dev/zero).
+func ReadTokenFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("token file %q is not a regular file (%s)", path, st.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("token file %q: %w", path, err)
+	}
+	if len(b) > MaxTokenFile {
+		return "", fmt.Errorf("token file %q holds more than %d bytes: a token is one short line", path, MaxTokenFile)
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	tok := string(bytes.TrimSpace(line))
+	if tok == "" {
+		return "", fmt.Errorf("token file %q: its first line is empty", path)
+	}
+	return tok, nil
+}

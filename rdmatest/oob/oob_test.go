@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -197,4 +199,38 @@ func FuzzDecode(f *testing.F) {
 			require.LessOrEqual(t, len(s.Endpoints), MaxQPs)
 		}
 	})
+}
+
+// TestReadTokenFile: rdmapeer and its clients read a token file the same
+// way, and refuse what is not one.
+func TestReadTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+	for _, tc := range []struct {
+		name, path, want, err string
+	}{
+		{"one line", file("a", "0123456789abcdef\n"), "0123456789abcdef", ""},
+		{"CRLF and spaces", file("b", "  0123456789abcdef \r\n"), "0123456789abcdef", ""},
+		{"a comment after the first line", file("c", "0123456789abcdef\n# made 2026-12-01\n"), "0123456789abcdef", ""},
+		{"empty first line", file("d", "\nsecret\n"), "", "its first line is empty"},
+		{"too long", file("e", strings.Repeat("x", MaxTokenFile+1)), "", "more than 4096 bytes"},
+		{"a directory", dir, "", "not a regular file"},
+		{"missing", filepath.Join(dir, "none"), "", "no such file"},
+	} {
+		got, err := ReadTokenFile(tc.path)
+		if tc.err != "" {
+			assert.ErrorContains(t, err, tc.err, tc.name)
+			continue
+		}
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.want, got, tc.name)
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		_, err := ReadTokenFile("/dev/zero")
+		assert.ErrorContains(t, err, "not a regular file", "a device is never read")
+	}
 }

@@ -7,8 +7,9 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
 )
 
 // Options are the device and measurement settings of a test binary.
@@ -75,7 +76,8 @@ func RegisterFlags(fs *flag.FlagSet) {
 }
 
 // peerToken is the peer's secret from -rdma.peer-token or the file
-// -rdma.peer-token-file names (its first line), not both.
+// -rdma.peer-token-file names (oob.ReadTokenFile: its first line, as
+// rdmapeer reads it), not both.
 func peerToken(token, file string) (string, error) {
 	switch {
 	case file == "":
@@ -83,13 +85,9 @@ func peerToken(token, file string) (string, error) {
 	case token != "":
 		return "", fmt.Errorf("rdmatest: both -rdma.peer-token and -rdma.peer-token-file %q are set: give one", file)
 	}
-	b, err := os.ReadFile(file)
+	t, err := oob.ReadTokenFile(file)
 	if err != nil {
 		return "", fmt.Errorf("rdmatest: -rdma.peer-token-file: %w", err)
-	}
-	t, _, _ := strings.Cut(string(b), "\n")
-	if t = strings.TrimSpace(t); t == "" {
-		return "", fmt.Errorf("rdmatest: -rdma.peer-token-file %q: its first line is empty", file)
 	}
 	return t, nil
 }

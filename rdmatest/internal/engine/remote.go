@@ -70,6 +70,12 @@ func (r *remote) handshake(token string) error {
 	if ch.TokenRequired && token == "" {
 		return errors.New("the peer requires a token: set RDMA_PEER_TOKEN or -rdma.peer-token-file (or -rdma.peer-token) to the peer's")
 	}
+	if !ch.TokenRequired && token != "" {
+		// A client with a token trusts only a peer that proves it: an
+		// open peer (or anything claiming to be one) would get the
+		// rkeys of side A's buffer.
+		return fmt.Errorf("%w: it asks for no token, but this client has one (unset it to use an open peer)", ErrPeerAuth)
+	}
 	auth := &oob.Auth{Proof: oob.ClientProof(token, ch.Nonce, nonce)}
 	if err := r.call(oob.MsgAuth, auth, oob.MsgHelloOK, &r.hello); err != nil {
 		return err

@@ -66,7 +66,7 @@ func TestPeerHandshake(t *testing.T) {
 	}{
 		{"both have the token", token, token, false, ""},
 		{"open peer", "", "", false, ""},
-		{"open peer, client with a token", "", token, false, ""},
+		{"open peer, client with a token", "", token, false, "it asks for no token, but this client has one"},
 		{"wrong token", token, "0123456789abcdef-guess", false, "oob: peer refused: authentication failed"},
 		{"no token", token, "", false, "the peer requires a token: set RDMA_PEER_TOKEN"},
 		{"peer without the token", token, token, true, "the peer did not prove it knows the token"},
