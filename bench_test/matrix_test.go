@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +19,46 @@ import (
 var (
 	flagSizes = flag.String("rdma.sizes", os.Getenv("RDMA_SIZES"), "message sizes for every size axis, e.g. 64,4K or 2-1M or all [RDMA_SIZES]")
 	flagQD    = flag.String("rdma.qd", os.Getenv("RDMA_QD"), "queue depths for every qd axis of the streaming families, e.g. 16,64 [RDMA_QD]")
-	flagFull  = flag.Bool("rdma.full", os.Getenv("RDMA_FULL") == "1", "run the full sweeps of the rdma_bench (ATC'16) and control-path benchmarks [RDMA_FULL=1]")
+	flagFull  = flag.Bool("rdma.full", envFull, "run the full sweeps of the rdma_bench (ATC'16) and control-path benchmarks [RDMA_FULL=1]")
 )
+
+// envFull is RDMA_FULL as a boolean (1, true, 0, false, …); errFull says
+// when it is none.
+var envFull, errFull = func() (bool, error) {
+	v, ok := os.LookupEnv("RDMA_FULL")
+	if !ok || v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("RDMA_FULL=%q is not a boolean (1, true, 0 or false)", v)
+	}
+	return b, nil
+}()
+
+// matrixFlags reads -rdma.sizes and -rdma.qd (nil: each axis keeps its
+// own values) and checks RDMA_FULL; TestMain refuses a bad one before any
+// benchmark runs.
+func matrixFlags() (sizes, qds []int, err error) {
+	if errFull != nil {
+		return nil, nil, errFull
+	}
+	if *flagSizes != "" {
+		if sizes, err = scenario.ParseSizes(*flagSizes); err != nil {
+			return nil, nil, fmt.Errorf("-rdma.sizes: %w", err)
+		}
+	}
+	if *flagQD != "" {
+		for _, f := range strings.Split(*flagQD, ",") {
+			var q int
+			if _, err := fmt.Sscan(f, &q); err != nil || q < 1 || fmt.Sprint(q) != strings.TrimSpace(f) {
+				return nil, nil, fmt.Errorf("-rdma.qd %q: %q is not a queue depth (a whole number ≥ 1)", *flagQD, f)
+			}
+			qds = append(qds, q)
+		}
+	}
+	return sizes, qds, nil
+}
 
 // full returns the full sweep under -rdma.full and the default one
 // otherwise.
@@ -30,7 +69,18 @@ func full[T any](def, all []T) []T {
 	return def
 }
 
-func TestMain(m *testing.M) { rdmatest.Main(m) }
+// TestMain refuses bad matrix flags (-rdma.sizes, -rdma.qd, RDMA_FULL)
+// with exit status 2 before anything runs, then runs rdmatest.Main, which
+// does the same for the -rdma.* flags it registers.
+func TestMain(m *testing.M) {
+	rdmatest.RegisterFlags(flag.CommandLine)
+	flag.Parse()
+	if _, _, err := matrixFlags(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	rdmatest.Main(m)
+}
 
 // axes is one variant of a benchmark family: the cartesian product of its
 // values. A nil axis keeps the default and does not appear in the name;
@@ -78,22 +128,9 @@ type case_ struct {
 // expand lists the points of the variants. In -short mode only the first
 // point of each variant runs.
 func expand(tb testing.TB, op verbs.Opcode, variants []axes) []case_ {
-	var sizes []int
-	if *flagSizes != "" {
-		var err error
-		if sizes, err = scenario.ParseSizes(*flagSizes); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	var qds []int
-	if *flagQD != "" {
-		for _, f := range strings.Split(*flagQD, ",") {
-			var q int
-			if _, err := fmt.Sscan(f, &q); err != nil || q < 1 || fmt.Sprint(q) != strings.TrimSpace(f) {
-				tb.Fatalf("-rdma.qd %q: %q is not a queue depth (a whole number ≥ 1)", *flagQD, f)
-			}
-			qds = append(qds, q)
-		}
+	sizes, qds, err := matrixFlags()
+	if err != nil {
+		tb.Fatal(err)
 	}
 	var out []case_
 	for _, v := range variants {

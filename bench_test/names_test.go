@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -144,4 +145,33 @@ func benchmarkFuncs(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// TestMainRefusesBadFlags: a bad matrix flag, -rdma.* flag or
+// environment value ends the test binary with status 2 and the value
+// before any benchmark runs (this binary, run again as a child).
+func TestMainRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"-rdma.sizes=0,64"}, "", `message size "0" is out of range`},
+		{[]string{"-rdma.qd=-3"}, "", `-rdma.qd "-3"`},
+		{nil, "RDMA_FULL=yes", `RDMA_FULL="yes" is not a boolean`},
+		{[]string{"-rdma.timeout=-1s"}, "", "-rdma.timeout -1s is out of range"},
+		{nil, "RDMA_REQUIRE=yes", `RDMA_REQUIRE="yes" is not a boolean`},
+	} {
+		cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "-test.bench=WriteLat"}, tc.args...)...)
+		cmd.Env = os.Environ()
+		if tc.env != "" {
+			cmd.Env = append(cmd.Env, tc.env)
+		}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "%v %s: %s", tc.args, tc.env, out)
+		assert.Equal(t, 2, ee.ExitCode(), "%v %s", tc.args, tc.env)
+		assert.Contains(t, string(out), tc.want)
+		assert.NotContains(t, string(out), "Benchmark", "nothing ran")
+	}
 }

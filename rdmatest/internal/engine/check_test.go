@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -50,6 +52,8 @@ func TestBadInputs(t *testing.T) {
 	stream := func(s Spec) func() error { return func() error { return withKind(s, true).CheckLimits(lim) } }
 	latency := func(s Spec) func() error { return func() error { return withKind(s, false).CheckLimits(lim) } }
 	sizes := func(in string) func() error { return func() error { _, err := ParseSizes(in); return err } }
+	hlogFile := filepath.Join(t.TempDir(), "results.txt")
+	require.NoError(t, os.WriteFile(hlogFile, nil, 0o644))
 	cq := &verbs.CQ{} // never used: Validate only checks that it is set
 	qp := func(c verbs.QPConfig) func() error {
 		return func() error {
@@ -121,8 +125,13 @@ func TestBadInputs(t *testing.T) {
 		{name: "port 0", err: opts(t, func() { *flagPort = 0 }), want: []string{"-rdma.port 0", "1..255"}},
 		{name: "port 256", err: opts(t, func() { *flagPort = 256 }), want: []string{"-rdma.port 256", "1..255"}},
 		{name: "gid -2", err: opts(t, func() { *flagGID = -2 }), want: []string{"-rdma.gid -2", "-1", "≥ 0"}},
-		{name: "timeout 0", err: opts(t, func() { *flagTimeout = 0 }), want: []string{"-rdma.timeout 0s", "must be positive"}},
-		{name: "timeout negative", err: opts(t, func() { *flagTimeout = -time.Second }), want: []string{"-rdma.timeout -1s", "must be positive"}},
+		{name: "timeout 0", err: opts(t, func() { *flagTimeout = 0 }), want: []string{"-rdma.timeout 0s", "out of range (0, 24h0m0s]"}},
+		{name: "timeout negative", err: opts(t, func() { *flagTimeout = -time.Second }), want: []string{"-rdma.timeout -1s", "out of range (0, 24h0m0s]"}},
+		{name: "timeout above a day", err: opts(t, func() { *flagTimeout = 25 * time.Hour }), want: []string{"-rdma.timeout 25h0m0s", "out of range (0, 24h0m0s]"}},
+		{name: "peer port 99999", err: opts(t, func() { *flagPeer = "10.0.0.2:99999" }), want: []string{`-rdma.peer "10.0.0.2:99999"`, "port 1..65535"}},
+		{name: "peer without host", err: opts(t, func() { *flagPeer = ":18515" }), want: []string{`-rdma.peer ":18515"`, "a host and a port"}},
+		{name: "hlog names a file", err: opts(t, func() { *flagHlog = hlogFile }), want: []string{"-rdma.hlog", "is a file, not a directory"}},
+		{name: "env RDMA_REQUIRE=yes", err: opts(t, func() { t.Setenv("RDMA_REQUIRE", "yes") }), want: []string{`RDMA_REQUIRE="yes"`, "not a boolean"}},
 		{name: "env RDMA_PORT=abc", err: opts(t, func() { envInt("RDMA_PORT", 1) }), want: []string{`RDMA_PORT="abc"`, "not an integer"}},
 		{name: "env RDMA_TIMEOUT=fast", err: opts(t, func() { envDuration("RDMA_TIMEOUT", time.Second) }), want: []string{`RDMA_TIMEOUT="fast"`, "not a duration"}},
 		// verbs.QPConfig.Validate.
@@ -139,9 +148,6 @@ func TestBadInputs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.todo != "" {
-				t.Skip("TODO: " + tc.todo)
-			}
 			err := tc.err()
 			require.Error(t, err)
 			for _, w := range tc.want {
@@ -157,12 +163,12 @@ func TestBadInputs(t *testing.T) {
 // RDMA_TIMEOUT=fast set), calls Opts, and restores everything.
 func opts(t *testing.T, set func()) func() error {
 	return func() error {
-		dev, port, gid, timeout, hlog := *flagDev, *flagPort, *flagGID, *flagTimeout, *flagHlog
+		dev, port, gid, timeout, hlog, peer := *flagDev, *flagPort, *flagGID, *flagTimeout, *flagHlog, *flagPeer
 		saved := envErrs
 		t.Setenv("RDMA_PORT", "abc")
 		t.Setenv("RDMA_TIMEOUT", "fast")
 		defer func() {
-			*flagDev, *flagPort, *flagGID, *flagTimeout, *flagHlog = dev, port, gid, timeout, hlog
+			*flagDev, *flagPort, *flagGID, *flagTimeout, *flagHlog, *flagPeer = dev, port, gid, timeout, hlog, peer
 			envErrs = saved
 		}()
 		envErrs = nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/verbs"
@@ -24,18 +25,19 @@ type Dev struct {
 }
 
 // Required tells whether a device must exist: under CI=true or
-// RDMA_REQUIRE=1 a missing device fails tests instead of skipping them.
-// RDMA_REQUIRE=0 overrides CI=true; make test sets it only for its host
-// pass on a machine without RDMA, right before it runs the same tests on
-// a device with RDMA_REQUIRE=1.
+// RDMA_REQUIRE=1 (or true) a missing device fails tests instead of
+// skipping them. RDMA_REQUIRE=0 (or false) overrides CI=true; make test
+// sets it only for its host pass on a machine without RDMA, right before
+// it runs the same tests on a device with RDMA_REQUIRE=1. A value that is
+// no boolean requires (Opts reports it): a typo never turns failures into
+// skips.
 func Required() bool {
-	switch os.Getenv("RDMA_REQUIRE") {
-	case "1":
-		return true
-	case "0":
-		return false
+	if v := os.Getenv("RDMA_REQUIRE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		return b || err != nil
 	}
-	return os.Getenv("CI") == "true"
+	ci, _ := strconv.ParseBool(os.Getenv("CI"))
+	return ci
 }
 
 // Device opens the device chosen by the flags, checks its port and GID,

@@ -92,6 +92,9 @@ func peerToken(token, file string) (string, error) {
 	return t, nil
 }
 
+// MaxTimeout bounds -rdma.timeout, the deadline of every single wait.
+const MaxTimeout = 24 * time.Hour
+
 // envErrs collects malformed environment values, reported by Opts.
 var envErrs []error
 
@@ -108,8 +111,20 @@ func Opts() (Options, error) {
 		errs = append(errs, err)
 	}
 	if o.Peer != "" {
-		if _, _, err := net.SplitHostPort(o.Peer); err != nil {
+		if host, port, err := net.SplitHostPort(o.Peer); err != nil {
 			errs = append(errs, fmt.Errorf("rdmatest: -rdma.peer %q is not host:port: %w", o.Peer, err))
+		} else if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 || host == "" {
+			errs = append(errs, fmt.Errorf("rdmatest: -rdma.peer %q: want a host and a port 1..65535", o.Peer))
+		}
+	}
+	if o.HlogDir != "" {
+		if st, err := os.Stat(o.HlogDir); err == nil && !st.IsDir() {
+			errs = append(errs, fmt.Errorf("rdmatest: -rdma.hlog %q is a file, not a directory", o.HlogDir))
+		}
+	}
+	if v, ok := os.LookupEnv("RDMA_REQUIRE"); ok && v != "" {
+		if _, err := strconv.ParseBool(v); err != nil {
+			errs = append(errs, fmt.Errorf("rdmatest: RDMA_REQUIRE=%q is not a boolean (1, true, 0 or false)", v))
 		}
 	}
 	if o.Port < 1 || o.Port > 255 {
@@ -123,8 +138,8 @@ func Opts() (Options, error) {
 			errs = append(errs, fmt.Errorf("rdmatest: -rdma.cpus: %w", err))
 		}
 	}
-	if o.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("rdmatest: -rdma.timeout %v must be positive", o.Timeout))
+	if o.Timeout <= 0 || o.Timeout > MaxTimeout {
+		errs = append(errs, fmt.Errorf("rdmatest: -rdma.timeout %v is out of range (0, %v]", o.Timeout, MaxTimeout))
 	}
 	return o, errors.Join(errs...)
 }

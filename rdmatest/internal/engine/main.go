@@ -50,6 +50,10 @@ func Main(m *testing.M) {
 		RegisterFlags(flag.CommandLine)
 	}
 	flag.Parse()
+	if _, err := Opts(); err != nil {
+		fmt.Fprintln(os.Stderr, err) // before any benchmark runs on a bad setting
+		os.Exit(2)
+	}
 	if err := applyCPUFlag(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
