@@ -149,3 +149,24 @@ func TestOverride(t *testing.T) {
 	assert.Empty(t, none)
 	assert.Equal(t, "write_bw 4 KiB", scenarios[5].name, "the table itself is not changed")
 }
+
+// TestUsageNamesTheValue: every bad flag is refused with status 2 before
+// anything runs, naming the value and what is wanted.
+func TestUsageNamesTheValue(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-iters", "2"}, "-iters 2: want at least 5"},
+		{[]string{"-runs", "0"}, "-runs 0: want at least 1"},
+		{[]string{"-size", "2000000"}, "-size 2000000: want 0..1048576"},
+		{[]string{"-qd", "-1"}, "-qd -1: want 0..8192"},
+		{[]string{"-timeout", "-1s"}, "-timeout -1s: want a positive duration"},
+		{[]string{"extra"}, `arguments ["extra"]`},
+	} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 2, run(tc.args, &stdout, &stderr), "%v", tc.args)
+		assert.Contains(t, stderr.String(), tc.want, "%v", tc.args)
+		assert.Empty(t, stdout.String(), "%v: nothing ran", tc.args)
+	}
+}

@@ -109,8 +109,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() != 0 || c.iters < 5 || c.runs < 1 || c.size < 0 || c.size > 1<<20 || c.qd < 0 || c.qd > 8192 {
-		fmt.Fprintln(stderr, "usage: calibrate [flags] (-iters >= 5, -runs >= 1, -size 0..1048576, -qd 0..8192)")
+	var bad []string
+	for _, b := range []struct {
+		ok   bool
+		what string
+	}{
+		{fs.NArg() == 0, fmt.Sprintf("arguments %q: calibrate takes flags only", fs.Args())},
+		{c.iters >= 5, fmt.Sprintf("-iters %d: want at least 5", c.iters)},
+		{c.runs >= 1, fmt.Sprintf("-runs %d: want at least 1", c.runs)},
+		{c.size >= 0 && c.size <= 1<<20, fmt.Sprintf("-size %d: want 0..1048576", c.size)},
+		{c.qd >= 0 && c.qd <= 8192, fmt.Sprintf("-qd %d: want 0..8192", c.qd)},
+		{c.timeout > 0, fmt.Sprintf("-timeout %v: want a positive duration", c.timeout)},
+	} {
+		if !b.ok {
+			bad = append(bad, b.what)
+		}
+	}
+	if len(bad) > 0 {
+		fmt.Fprintf(stderr, "calibrate: %s\nusage: calibrate [flags]\n", strings.Join(bad, "; "))
 		fs.PrintDefaults()
 		return 2
 	}
@@ -137,6 +153,16 @@ func calibrate(ctx context.Context, c *config, scs []scenario, log io.Writer) ([
 			return nil, errors.New("no RDMA device in /sys/class/infiniband (run through the runner: .cache/rxevm -- .cache/calibrate)")
 		}
 		c.dev = filepath.Base(devs[0])
+	}
+	// The benchmark and the control run on the device perftest runs on:
+	// the benchmark gets -rdma.dev, and this process's rdmatest (its
+	// configuration lines, which the control's GID and CPUs come from)
+	// the same flag.
+	c.benchArgs = append([]string{"-rdma.dev", c.dev}, c.benchArgs...)
+	devFlags := flag.NewFlagSet("calibrate-device", flag.ContinueOnError)
+	rdmatest.RegisterDeviceFlags(devFlags)
+	if err := devFlags.Parse([]string{"-rdma.dev", c.dev}); err != nil {
+		return nil, fmt.Errorf("device %q: %w", c.dev, err)
 	}
 	if c.keep == "" {
 		c.keep = filepath.Join(".cache", "calibrate", time.Now().UTC().Format("20060102T150405Z"))
