@@ -10,9 +10,11 @@ import (
 )
 
 // Limits on what a client may ask of a peer; the peer may enforce lower
-// ones of its own.
+// ones of its own. MaxQPs is what one frame (MaxPayload) carries with
+// room to spare: a Setup or SetupOK of MaxQPs endpoints and targets with
+// every field at its largest (TestMaxQPsFitAFrame).
 const (
-	MaxQPs     = 1024
+	MaxQPs     = 256
 	MaxDepth   = 1 << 16
 	MaxSize    = 1 << 30
 	MaxNameLen = 64

@@ -92,9 +92,21 @@ func (t MsgType) String() string {
 
 // FrameError is a malformed frame: what was wrong, with the value and the
 // limit where there is one.
-type FrameError struct{ Reason string }
+type FrameError struct {
+	Reason string
+	Err    error // what cut the frame short (a deadline, a closed connection), if anything
+}
 
-func (e *FrameError) Error() string { return "oob: bad frame: " + e.Reason }
+func (e *FrameError) Error() string {
+	if e.Err != nil {
+		return "oob: bad frame: " + e.Reason + ": " + e.Err.Error()
+	}
+	return "oob: bad frame: " + e.Reason
+}
+
+// Unwrap returns what cut the frame short: errors.Is(err,
+// os.ErrDeadlineExceeded) tells a peer that stalled mid-frame.
+func (e *FrameError) Unwrap() error { return e.Err }
 
 // WriteFrame writes one frame with v encoded as its payload.
 func WriteFrame(w io.Writer, t MsgType, v any) error {
@@ -103,7 +115,7 @@ func WriteFrame(w io.Writer, t MsgType, v any) error {
 		return fmt.Errorf("oob: encoding %s: %w", t, err)
 	}
 	if len(payload) > MaxPayload {
-		return &FrameError{fmt.Sprintf("%s payload of %d bytes exceeds %d", t, len(payload), MaxPayload)}
+		return &FrameError{Reason: fmt.Sprintf("%s payload of %d bytes exceeds %d", t, len(payload), MaxPayload)}
 	}
 	var hdr [10]byte
 	copy(hdr[:4], magic[:])
@@ -121,27 +133,27 @@ func ReadFrame(r io.Reader) (MsgType, []byte, error) {
 	var hdr [10]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, nil, &FrameError{"truncated header"}
+			return 0, nil, &FrameError{Reason: "truncated header", Err: err}
 		}
 		return 0, nil, err // io.EOF: the other side closed between frames
 	}
 	if !bytes.Equal(hdr[:4], magic[:]) {
-		return 0, nil, &FrameError{fmt.Sprintf("magic %q, want %q (not an rdmabench peer?)", hdr[:4], magic[:])}
+		return 0, nil, &FrameError{Reason: fmt.Sprintf("magic %q, want %q (not an rdmabench peer?)", hdr[:4], magic[:])}
 	}
 	if hdr[4] != Version {
-		return 0, nil, &FrameError{fmt.Sprintf("protocol version %d, this side speaks %d", hdr[4], Version)}
+		return 0, nil, &FrameError{Reason: fmt.Sprintf("protocol version %d, this side speaks %d", hdr[4], Version)}
 	}
 	t := MsgType(hdr[5])
 	if t == 0 || t >= msgLast {
-		return 0, nil, &FrameError{fmt.Sprintf("unknown message type %d (known: 1..%d)", hdr[5], msgLast-1)}
+		return 0, nil, &FrameError{Reason: fmt.Sprintf("unknown message type %d (known: 1..%d)", hdr[5], msgLast-1)}
 	}
 	n := binary.BigEndian.Uint32(hdr[6:])
 	if n > MaxPayload {
-		return 0, nil, &FrameError{fmt.Sprintf("%s payload length %d exceeds %d", t, n, MaxPayload)}
+		return 0, nil, &FrameError{Reason: fmt.Sprintf("%s payload length %d exceeds %d", t, n, MaxPayload)}
 	}
 	payload := make([]byte, n)
 	if _, err := io.ReadFull(r, payload); err != nil {
-		return 0, nil, &FrameError{fmt.Sprintf("%s payload truncated: %v", t, err)}
+		return 0, nil, &FrameError{Reason: fmt.Sprintf("%s payload truncated", t), Err: err}
 	}
 	return t, payload, nil
 }
@@ -164,7 +176,7 @@ func Decode(r io.Reader, want MsgType, v Validator) error {
 		return &PeerError{Msg: Sanitize(e.Msg)}
 	}
 	if t != want {
-		return &FrameError{fmt.Sprintf("got %s, want %s", t, want)}
+		return &FrameError{Reason: fmt.Sprintf("got %s, want %s", t, want)}
 	}
 	if err := unmarshal(payload, v); err != nil {
 		return err
@@ -179,10 +191,10 @@ func unmarshal(payload []byte, v any) error {
 	d := json.NewDecoder(bufio.NewReader(bytes.NewReader(payload)))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
-		return &FrameError{fmt.Sprintf("payload: %v", err)}
+		return &FrameError{Reason: fmt.Sprintf("payload: %v", err)}
 	}
 	if d.More() {
-		return &FrameError{"payload: trailing data after the JSON value"}
+		return &FrameError{Reason: "payload: trailing data after the JSON value"}
 	}
 	return nil
 }

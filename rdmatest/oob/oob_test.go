@@ -161,8 +161,8 @@ func TestSetupValidate(t *testing.T) {
 		{"unknown transport", func(s *Setup) { s.Scenario.Transport = "XRC" }, `transport "XRC" is not one of`},
 		{"unknown role", func(s *Setup) { s.Scenario.Role = "shell" }, `role "shell" is not one of`},
 		{"size too large", func(s *Setup) { s.Scenario.Size = 2 << 30 }, "size 2147483648 out of range 0..1073741824"},
-		{"too many QPs", func(s *Setup) { s.Scenario.QPs = 5000 }, "qps 5000 out of range 1..1024"},
-		{"zero QPs", func(s *Setup) { s.Scenario.QPs = 0 }, "qps 0 out of range 1..1024"},
+		{"too many QPs", func(s *Setup) { s.Scenario.QPs = 5000 }, "qps 5000 out of range 1..256"},
+		{"zero QPs", func(s *Setup) { s.Scenario.QPs = 0 }, "qps 0 out of range 1..256"},
 		{"deep send queue", func(s *Setup) { s.Scenario.SendDepth = 1 << 20 }, "send_depth 1048576 out of range 1..65536"},
 		{"bad MTU", func(s *Setup) { s.MTU = 1500 }, "mtu 1500 is not one of [256 512 1024 2048 4096]"},
 		{"endpoint count", func(s *Setup) { s.Endpoints = s.Endpoints[:1] }, "1 endpoints for qps 2"},
@@ -232,5 +232,54 @@ func TestReadTokenFile(t *testing.T) {
 	if _, err := os.Stat("/dev/zero"); err == nil {
 		_, err := ReadTokenFile("/dev/zero")
 		assert.ErrorContains(t, err, "not a regular file", "a device is never read")
+	}
+}
+
+// TestMaxQPsFitAFrame: a Setup and a SetupOK of MaxQPs QPs, every field
+// at its largest, fit in one frame, so a peer never creates a session it
+// cannot answer.
+func TestMaxQPsFitAFrame(t *testing.T) {
+	eps := make([]Endpoint, MaxQPs)
+	tgs := make([]Target, MaxQPs)
+	for i := range eps {
+		eps[i] = Endpoint{QPN: 1<<24 - 1, PSN: 1<<24 - 1, GID: "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", LID: 0xffff}
+		tgs[i] = Target{Addr: ^uint64(0), RKey: ^uint32(0)}
+	}
+	setup := validSetup()
+	setup.Scenario.QPs, setup.Endpoints, setup.Targets = MaxQPs, eps, tgs
+	setup.Scenario.Op = strings.Repeat("X", MaxNameLen) // longer than any valid value: the worst case
+	for _, m := range []any{setup, &SetupOK{Endpoints: eps, Targets: tgs, MTU: 4096}} {
+		var buf bytes.Buffer
+		require.NoError(t, WriteFrame(&buf, MsgSetup, m), "%T of %d QPs", m, MaxQPs)
+		assert.Less(t, buf.Len(), MaxPayload*3/4, "room to spare")
+	}
+}
+
+// stallAfter reads n bytes of b, then fails as a connection whose read
+// deadline passed.
+type stallAfter struct {
+	b []byte
+	n int
+}
+
+func (s *stallAfter) Read(p []byte) (int, error) {
+	if s.n == 0 {
+		return 0, os.ErrDeadlineExceeded
+	}
+	k := copy(p[:min(len(p), s.n)], s.b)
+	s.b, s.n = s.b[k:], s.n-k
+	return k, nil
+}
+
+// TestFrameStalledMidway: a frame cut short by a deadline is a
+// *FrameError that still matches os.ErrDeadlineExceeded, in the header or
+// in the payload.
+func TestFrameStalledMidway(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, WriteFrame(&buf, MsgSetup, validSetup()))
+	for _, n := range []int{4, 12} { // in the header, in the payload
+		_, _, err := ReadFrame(&stallAfter{b: buf.Bytes(), n: n})
+		require.Error(t, err, "cut after %d bytes", n)
+		assert.ErrorIs(t, err, os.ErrDeadlineExceeded, "cut after %d bytes: %v", n, err)
 	}
 }

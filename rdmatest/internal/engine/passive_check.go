@@ -85,6 +85,9 @@ func CheckSetup(req *oob.Setup, lim Limits) error {
 	if sc.SendDepth > a.MaxQPWR {
 		bad("send_depth %d exceeds %s's max_qp_wr %d", sc.SendDepth, lim.Device, a.MaxQPWR)
 	}
+	if r := passiveRole(sc.Role); (r == roleEcho || r == roleWriteEcho) && sc.SendDepth < 2 {
+		bad("send_depth %d: the %s role answers every message and needs at least 2 (one WR in every half is signaled)", sc.SendDepth, r)
+	}
 	if sc.SRQ && sc.RecvDepth > a.MaxSRQWR {
 		bad("recv_depth %d (SRQ) exceeds %s's max_srq_wr %d", sc.RecvDepth, lim.Device, a.MaxSRQWR)
 	}

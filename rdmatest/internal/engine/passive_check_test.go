@@ -102,6 +102,8 @@ func TestCheckSetupRefuses(t *testing.T) {
 			r.Scenario.QPs = 2
 			r.Endpoints, r.Targets = append(r.Endpoints, r.Endpoints[0]), append(r.Targets, r.Targets[0])
 		}, []string{"latency is measured on one QP, not 2"}},
+		{"answering role with send depth 1", writeEcho, func(r *oob.Setup) { r.Scenario.SendDepth = 1 },
+			[]string{"send_depth 1: the write-echo role answers every message and needs at least 2"}},
 		{"send depth over max_qp_wr", sink, func(r *oob.Setup) { r.Scenario.SendDepth = oob.MaxDepth; lim.Attr.MaxQPWR = 4096 },
 			[]string{"send_depth 65536 exceeds rxe0's max_qp_wr 4096"}},
 		{"recv depth over max_qp_wr", sink, func(r *oob.Setup) { r.Scenario.RecvDepth = 8192; lim.Attr.MaxQPWR = 4096 },
@@ -125,7 +127,7 @@ func TestCheckSetupRefuses(t *testing.T) {
 		{"registered memory over max_mr_size", sink, func(r *oob.Setup) { lim.Attr.MaxMRSize = 1024 },
 			[]string{"registered memory ", " bytes exceeds rxe0's max_mr_size 1024"}},
 		{"out of oob bounds", sink, func(r *oob.Setup) { r.Scenario.QPs = 0 },
-			[]string{"qps 0 out of range 1..1024"}},
+			[]string{"qps 0 out of range 1..256"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lim = peerLimits()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -168,6 +169,9 @@ func (d *Dev) Limits() Limits {
 func (s Spec) Check(d *Dev) error {
 	if d.Opts.Peer != "" && (s.Bidir || s.Inbound || s.Threads > 1) {
 		return unsupported("bidir, side=responder and threads run with both sides in this process, not with a remote peer (-rdma.peer)")
+	}
+	if d.Opts.Peer != "" && s.QPs > oob.MaxQPs {
+		return bad("qps %d exceeds what one session with a remote peer carries (%d)", s.QPs, oob.MaxQPs)
 	}
 	return s.CheckLimits(d.Limits())
 }
