@@ -26,6 +26,10 @@ const (
 	legendPad   = 10 // points around the legend
 	pngDPI      = 110
 	fontSizePts = 12
+	// maxLines bounds the lines of one chart: a legend entry each, and
+	// the canvas grows with the legend (a results file of thousands of
+	// families would take gigabytes to draw).
+	maxLines = 64
 )
 
 // figure is one chart: a plot and its legend entries, drawn below it.
@@ -64,6 +68,9 @@ func style(i int, dashes int) (color.Color, []vg.Length, draw.GlyphDrawer) {
 func (f *figure) addLine(label string, colorIdx, dashIdx int, markers bool, xys plotter.XYs, errs plotter.YErrors) error {
 	if len(xys) == 0 {
 		return nil
+	}
+	if f.entries >= maxLines {
+		return fmt.Errorf("line %s: a chart holds at most %d lines: plot fewer families (make bench BENCH=..., or benchstat -filter)", label, maxLines)
 	}
 	line, points, err := plotter.NewLinePoints(xys)
 	if err != nil {

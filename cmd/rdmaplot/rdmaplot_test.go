@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"image/png"
 	"io"
 	"os"
@@ -199,6 +200,14 @@ func TestErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(onlyNs, []byte("BenchmarkX/size=8 1 2 ns/op\n"), 0o644))
 	notHlog := filepath.Join(dir, "bad.hlog")
 	require.NoError(t, os.WriteFile(notHlog, []byte("1.0,2.0,3,notbase64\n"), 0o644))
+	var many strings.Builder // one line each on the bandwidth chart: more than it holds
+	for i := range maxLines + 1 {
+		for _, size := range []int{64, 4096} {
+			fmt.Fprintf(&many, "BenchmarkWriteBW/qd=%d/size=%d-2 100 1000 ns/op 10.0 MB/s\n", i+1, size)
+		}
+	}
+	tooMany := filepath.Join(dir, "many.txt")
+	require.NoError(t, os.WriteFile(tooMany, []byte(many.String()), 0o644))
 	tests := []struct {
 		name string
 		args []string
@@ -210,6 +219,7 @@ func TestErrors(t *testing.T) {
 		{"no size", []string{"-o", dir, noSize}, 1, "no benchmark result with a /size="},
 		{"nothing to draw", []string{"-o", dir, onlyNs}, 1, "nothing to draw"},
 		{"bad hlog", []string{"-o", dir, "testdata/results.txt", notHlog}, 1, "hlog"},
+		{"more lines than a chart holds", []string{"-o", dir, tooMany}, 1, "a chart holds at most 64 lines"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

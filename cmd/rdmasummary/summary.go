@@ -88,6 +88,9 @@ func Read(r io.Reader, path string) (*Summary, error) {
 			if v.OrigUnit != "" { // benchfmt tidies MB/s into B/s: keep the file's
 				unit, val = v.OrigUnit, v.OrigValue
 			}
+			if math.IsNaN(val) || math.IsInf(val, 0) {
+				continue // no number (the testing package prints NaN ns/op for a run it could not time): not a sample
+			}
 			row.Values[unit] = append(row.Values[unit], val)
 		}
 	}

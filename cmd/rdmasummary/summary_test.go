@@ -116,6 +116,19 @@ func TestSummaryUnitsAsWritten(t *testing.T) {
 	}
 }
 
+// TestSummaryNotANumber: NaN and Inf values (the testing package prints
+// NaN ns/op for a run it could not time) are no samples: the medians
+// come from the numbers.
+func TestSummaryNotANumber(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nan.txt")
+	require.NoError(t, os.WriteFile(path, []byte(
+		"BenchmarkWriteBW/size=8-2 \t 1 \t 100 ns/op \t 7.00 MB/s\n"+
+			"BenchmarkWriteBW/size=8-2 \t 1 \t 100 ns/op \t NaN MB/s\n"+
+			"BenchmarkWriteBW/size=8-2 \t 1 \t 100 ns/op \t +Inf MB/s\n"), 0o644))
+	s := summarize(t, path)
+	assertHas(t, line(t, s["WriteBW"], "3 "), []string{"7.00"}, []string{"NaN", "Inf"})
+}
+
 // TestSummaryNameOutsideGrammar: a name benchname does not parse (a part
 // without '=') is not split: it is a family of its own, named whole.
 func TestSummaryNameOutsideGrammar(t *testing.T) {
