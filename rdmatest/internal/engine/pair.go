@@ -46,6 +46,41 @@ func (c *PairConfig) defaults() {
 	c.RecvDepth = cmp.Or(c.RecvDepth, 512)
 }
 
+// maxPairQPs bounds a pair's QPs per side (each with two slots), and
+// maxPairDepth its queue depths, far above any device's: the device's own
+// limits are checked by the verbs layer, naming them.
+const (
+	maxPairQPs   = 1 << 16
+	maxPairDepth = 1 << 24
+)
+
+// check refuses a configuration (after its defaults) that could not be
+// built, before anything is created: negative counts and sizes, and a
+// buffer (two slots per QP) above MaxSize — the product cannot wrap, each
+// factor being bounded first. The device's own limits are the verbs
+// layer's to check, naming them.
+func (c *PairConfig) check() error {
+	var errs []error
+	for _, v := range []struct {
+		name   string
+		v, max int
+	}{
+		{"QPs", c.QPs, maxPairQPs}, {"SlotSize", c.SlotSize, MaxSize}, {"SendDepth", c.SendDepth, maxPairDepth},
+		{"RecvDepth", c.RecvDepth, maxPairDepth},
+	} {
+		if v.v < 1 || v.v > v.max {
+			errs = append(errs, fmt.Errorf("rdmatest: PairConfig.%s %d is out of range 1..%d", v.name, v.v, v.max))
+		}
+	}
+	if c.Inline < 0 || c.MTU < 0 {
+		errs = append(errs, fmt.Errorf("rdmatest: PairConfig.Inline %d and MTU %d must not be negative", c.Inline, c.MTU))
+	}
+	if len(errs) == 0 && int64(c.QPs)*2*int64(c.SlotSize+grhBytes+63) > MaxSize {
+		errs = append(errs, fmt.Errorf("rdmatest: PairConfig: %d QPs × 2 slots of %d bytes exceed %d bytes", c.QPs, c.SlotSize, MaxSize))
+	}
+	return errors.Join(errs...)
+}
+
 // grhBytes is the Global Routing Header that lands in front of every UD
 // receive.
 const grhBytes = 40
@@ -254,6 +289,9 @@ const allAccess = verbs.AccessLocalWrite | verbs.AccessRemoteWrite | verbs.Acces
 func NewPair(tb testing.TB, d *Dev, cfg PairConfig) *Pair {
 	tb.Helper()
 	cfg.defaults()
+	if err := cfg.check(); err != nil {
+		fatal(tb, err)
+	}
 	p := &Pair{Dev: d, Cfg: cfg}
 	tb.Cleanup(func() {
 		if err := p.close(); err != nil {

@@ -26,6 +26,7 @@ func TestStreamProgressRules(t *testing.T) {
 		{Spec{Kind: str, Op: verbs.OpWrite, Size: 8, QD: 8, Batch: 4, Signal: 8}, ""},
 		{Spec{Kind: str, Op: verbs.OpWrite, Size: 8, QD: 128, Batch: 2, Load: 0.5}, "batch 2 must be 1"},
 		{Spec{Kind: str, Op: verbs.OpWrite, Size: 8, QD: 128, Batch: 1, Load: 0.5}, ""},
+		{Spec{Kind: str, Op: verbs.OpFetchAdd, Counters: 1<<32 + 1, Stride: 1 << 32}, "span more than 1073741824 bytes"}, // once wrapped to 8
 	} {
 		err := tc.s.CheckLimits(rxeLimits())
 		if tc.want == "" {
@@ -105,4 +106,31 @@ func TestEveryRuleRefuses(t *testing.T) {
 	}
 	assert.Len(t, cases, len(valueRules)+len(deviceRules), "a case per rule, none left over")
 	assert.ErrorContains(t, Spec{Op: write, Size: 8}.CheckLimits(lim), "spec of kind Kind(0): want latency, stream or rpc")
+}
+
+// TestPairConfigCheck: a pair that could not be built is refused before
+// anything is created, naming the field and its range.
+func TestPairConfigCheck(t *testing.T) {
+	for _, tc := range []struct {
+		c    PairConfig
+		want string // "" = accepted
+	}{
+		{PairConfig{}, ""},
+		{PairConfig{QPs: 16, SlotSize: 1 << 20, SendDepth: 4096}, ""},
+		{PairConfig{SendDepth: -1}, "PairConfig.SendDepth -1 is out of range 1..16777216"},
+		{PairConfig{RecvDepth: -5}, "PairConfig.RecvDepth -5"},
+		{PairConfig{QPs: -2}, "PairConfig.QPs -2 is out of range 1..65536"},
+		{PairConfig{SlotSize: 2 << 30}, "PairConfig.SlotSize 2147483648 is out of range 1..1073741824"},
+		{PairConfig{QPs: 1 << 16, SlotSize: 1 << 30}, "65536 QPs × 2 slots of 1073741824 bytes exceed 1073741824 bytes"},
+		{PairConfig{Inline: -1}, "PairConfig.Inline -1"},
+	} {
+		c := tc.c
+		c.defaults()
+		err := c.check()
+		if tc.want == "" {
+			assert.NoError(t, err, "%+v", tc.c)
+		} else {
+			assert.ErrorContains(t, err, tc.want, "%+v", tc.c)
+		}
+	}
 }

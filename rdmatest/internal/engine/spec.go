@@ -418,7 +418,14 @@ func checkTransport(s *Spec, d *Limits) error {
 }
 
 func checkCounterSpan(s *Spec, _ *Limits) error {
-	if span := s.counterSpan(); s.isAtomic() && span > MaxSize {
+	if !s.isAtomic() {
+		return nil
+	}
+	// Each factor within MaxSize first, so that the product cannot wrap.
+	if s.Counters > MaxSize/8 || s.Stride > MaxSize {
+		return bad("%d counters %d bytes apart span more than %d bytes", s.Counters, s.Stride, MaxSize)
+	}
+	if span := s.counterSpan(); span > MaxSize {
 		return bad("%d counters %d bytes apart span %d bytes, above %d", s.Counters, s.Stride, span, MaxSize)
 	}
 	return nil
