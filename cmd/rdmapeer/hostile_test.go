@@ -444,6 +444,30 @@ func TestSlots(t *testing.T) {
 	fullSession(t, addr)
 }
 
+// TestConnsTotal: connections from all addresses together, handshakes
+// included, are bounded: beyond -max-conns one is closed unanswered, and
+// a slot frees when a connection ends.
+func TestConnsTotal(t *testing.T) {
+	f := newFakeDev()
+	lim := hostLimits()
+	lim.perHost, lim.conns = 10, 2
+	addr, _ := startServer(t, f, testToken, lim)
+	silent := dial(t, addr)
+	dial(t, addr)
+	extra := dial(t, addr) // accepted third: the listen queue is FIFO
+	start := time.Now()
+	extra.SetReadDeadline(start.Add(5 * time.Second))
+	_, err := extra.Read(make([]byte, 1))
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, os.ErrDeadlineExceeded)
+	assert.Less(t, time.Since(start), lim.hello/2, "closed at once, not at the handshake timeout (%v)", lim.hello)
+	silent.Close()
+	require.Eventually(t, func() bool {
+		_, err := handshake(dial(t, addr), testToken)
+		return err == nil
+	}, 5*time.Second, 50*time.Millisecond, "a slot frees when a connection ends")
+}
+
 // TestConnsPerHost: connections from one address, handshakes included,
 // are bounded.
 func TestConnsPerHost(t *testing.T) {
@@ -645,6 +669,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"-max-qps", "0"}, "-max-qps 0 must be at least 1"},
 		{[]string{"-total-mem", "0"}, "-total-mem 0 must be at least 1"},
 		{[]string{"-max-conns-per-host", "0"}, "-max-conns-per-host 0 must be at least 1"},
+		{[]string{"-max-conns", "0"}, "-max-conns 0 must be at least 1"},
 		{[]string{"-hello-timeout", "0s"}, "-hello-timeout 0s and -idle 10m0s must be positive"},
 		{[]string{"-token", "s3cret"}, "never the command line"},
 		{[]string{"s3cret"}, "unexpected arguments"},

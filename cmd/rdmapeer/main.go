@@ -86,6 +86,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.BoolVar(&o.trusted, "trusted-network", false, "serve without a token on a non-loopback address: every host that can reach the port may use the RDMA device")
 	fs.IntVar(&l.clients, "max-clients", l.clients, "sessions served at once")
 	fs.IntVar(&l.perHost, "max-conns-per-host", l.perHost, "connections per remote address, handshakes included")
+	fs.IntVar(&l.conns, "max-conns", l.conns, "connections from all addresses together, handshakes included (more are closed unanswered)")
 	fs.DurationVar(&l.hello, "hello-timeout", l.hello, "deadline of a client's handshake")
 	fs.DurationVar(&l.idle, "idle", l.idle, "drop a client that sends nothing for this long while its scenario runs")
 	fs.IntVar(&l.client.QPs, "max-qps", l.client.QPs, "QPs per client")
@@ -116,6 +117,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	}
 	positive("max-clients", int64(l.clients))
 	positive("max-conns-per-host", int64(l.perHost))
+	positive("max-conns", int64(l.conns))
 	for _, it := range l.client.items(l.total, "max") {
 		positive(strings.TrimPrefix(it.flag, "-"), it.ask)
 	}

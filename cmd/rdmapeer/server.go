@@ -22,6 +22,7 @@ import (
 type limits struct {
 	clients int // sessions at once (after authentication)
 	perHost int // connections per remote address, handshakes included
+	conns   int // connections from all addresses together, handshakes included
 	hello   time.Duration
 	idle    time.Duration
 	client  budget // per session
@@ -31,7 +32,7 @@ type limits struct {
 // defaultLimits are the flags' defaults: safe on a shared node (see the
 // README's Security section).
 var defaultLimits = limits{
-	clients: 4, perHost: 4, hello: 5 * time.Second, idle: 10 * time.Minute,
+	clients: 4, perHost: 4, conns: 64, hello: 5 * time.Second, idle: 10 * time.Minute,
 	client: budget{QPs: 16, WRs: 32768, CQEs: 65536, Mem: 64 << 20},
 	total:  budget{QPs: 64, WRs: 131072, CQEs: 262144, Mem: 256 << 20},
 }
@@ -75,6 +76,14 @@ func serve(ctx context.Context, ln net.Listener, s *server) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var delay time.Duration
+	// open bounds the connections of all addresses together: the
+	// per-address limit does not stop many addresses (an IPv6 range)
+	// from holding a goroutine and a descriptor each through their
+	// handshake timeouts. Beyond it a connection is closed at once,
+	// unanswered; the refusals are logged at most once a second.
+	open := make(chan struct{}, s.lim.conns)
+	var refused int
+	var lastLog time.Time
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
@@ -95,9 +104,20 @@ func serve(ctx context.Context, ln net.Listener, s *server) error {
 			continue
 		}
 		delay = 0
+		select {
+		case open <- struct{}{}:
+		default:
+			conn.Close()
+			if refused++; time.Since(lastLog) >= time.Second {
+				s.logf("refused %d connections: %d open already (-max-conns %d)", refused, s.lim.conns, s.lim.conns)
+				refused, lastLog = 0, time.Now()
+			}
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { <-open }()
 			s.handle(ctx, conn)
 		}()
 	}
