@@ -77,6 +77,10 @@ func run() int {
 		flag.Usage()
 		return 2
 	}
+	if err := checkFlags(*timeout, *memory, *cpus); err != nil {
+		fmt.Fprintf(os.Stderr, "rxevm: %v\n", err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *pair {
@@ -199,4 +203,22 @@ func hostJob(args []string) (loopback.Job, error) {
 		return loopback.Job{}, fmt.Errorf("rxevm: %w", err)
 	}
 	return loopback.Job{Args: args, Dir: dir, Env: append(os.Environ(), "RDMA_IN_VM=1")}, nil
+}
+
+// checkFlags refuses what the guest could not run with: a deadline that is
+// not positive (natively it would kill the command at once), and memory
+// or vCPUs outside what a qemu TCG guest of this harness boots with (0:
+// the default).
+func checkFlags(timeout time.Duration, memMiB, cpus int) error {
+	var errs []error
+	if timeout <= 0 {
+		errs = append(errs, fmt.Errorf("-timeout %v must be positive", timeout))
+	}
+	if memMiB != 0 && (memMiB < 256 || memMiB > 65536) {
+		errs = append(errs, fmt.Errorf("-mem %d MiB is out of range 256..65536 (0: the default)", memMiB))
+	}
+	if cpus != 0 && (cpus < 1 || cpus > 64) {
+		errs = append(errs, fmt.Errorf("-smp %d is out of range 1..64 (0: the default)", cpus))
+	}
+	return errors.Join(errs...)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -69,5 +70,24 @@ func TestPairStatus(t *testing.T) {
 		var msg bytes.Buffer
 		assert.Equal(t, tt.want, pairStatus(&msg, tt.a, tt.b))
 		assert.Equal(t, tt.wantMsg, msg.String())
+	}
+}
+
+// TestCheckFlags: a deadline that is not positive and guest sizes out of
+// range are refused, naming the value.
+func TestCheckFlags(t *testing.T) {
+	assert.NoError(t, checkFlags(30*time.Minute, 0, 0))
+	assert.NoError(t, checkFlags(time.Minute, 1024, 2))
+	for _, tc := range []struct {
+		timeout   time.Duration
+		mem, cpus int
+		want      string
+	}{
+		{0, 0, 0, "-timeout 0s must be positive"},
+		{-time.Second, 0, 0, "-timeout -1s must be positive"},
+		{time.Minute, 16, 0, "-mem 16 MiB is out of range 256..65536"},
+		{time.Minute, 0, -1, "-smp -1 is out of range 1..64"},
+	} {
+		assert.ErrorContains(t, checkFlags(tc.timeout, tc.mem, tc.cpus), tc.want)
 	}
 }
