@@ -58,6 +58,9 @@ type Options struct {
 	// because one comparison tests dozens of benchmarks: at p ≤ 0.05
 	// each, two runs of the same build would fail most of the time.
 	NoCorrection bool
+	// Named are the units the user gave thresholds for (-unit-threshold):
+	// one that no row has is a warning (a typo has no effect otherwise).
+	Named []string
 	// skipPower leaves Row.Detectable of the tested rows unset (the
 	// simulations do not print it; it costs a bisection per row).
 	skipPower bool
@@ -276,6 +279,11 @@ func Compare(old, cur *Set, opt Options) *Report {
 	for _, key := range cur.Order {
 		if _, ok := old.Benches[key]; !ok {
 			rep.Added = append(rep.Added, key)
+		}
+	}
+	for _, u := range opt.Named {
+		if !slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.Unit == u }) {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("-unit-threshold names %s, which no benchmark of both files reports (a typo?): it has no effect", u))
 		}
 	}
 	return rep

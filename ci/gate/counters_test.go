@@ -75,3 +75,19 @@ func TestUnitOnlyInOld(t *testing.T) {
 		})
 	}
 }
+
+// A -unit-threshold naming a unit no benchmark reports (a typo) is a
+// warning: it would have no effect.
+func TestNamedUnitUnknown(t *testing.T) {
+	const file = "rdma-device: rxe0\nUnit p99.9-ns better=lower\nBenchmarkWriteLat/size=8-2 1000 30000 ns/op 900 p99.9-ns\n"
+	set, err := ReadSet(strings.NewReader(strings.Repeat(file, 1)), "f", nil)
+	require.NoError(t, err)
+	opt, err := options(0.05, "5%", "p999-ns=10%,p99.9-ns=20%")
+	require.NoError(t, err)
+	rep := Compare(set, set, opt)
+	warned := func(unit string) bool {
+		return slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "-unit-threshold names "+unit+",") })
+	}
+	assert.True(t, warned("p999-ns"), "%q", rep.Warnings)
+	assert.False(t, warned("p99.9-ns"), "a unit the files report is no typo")
+}

@@ -110,6 +110,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -172,7 +173,7 @@ func options(alpha float64, threshold, unitThr string) (Options, error) {
 	}
 	ut := maps.Clone(DefaultUnitThresholds)
 	maps.Copy(ut, user)
-	return Options{Alpha: alpha, Threshold: t, UnitThresholds: ut}, nil
+	return Options{Alpha: alpha, Threshold: t, UnitThresholds: ut, Named: slices.Sorted(maps.Keys(user))}, nil
 }
 
 func defaultUnitText() string {
