@@ -656,6 +656,20 @@ func TestAcceptBackoff(t *testing.T) {
 	assert.Contains(t, logged[0], "too many open files; retrying in 5ms")
 }
 
+// TestCommandLineDeviceFlags: a bad device flag is a usage error before
+// the device is opened. (The device flags' values are the process's:
+// the cleanup sets the port back.)
+func TestCommandLineDeviceFlags(t *testing.T) {
+	t.Cleanup(func() {
+		_, err := parseFlags(flag.NewFlagSet("reset", flag.ContinueOnError), []string{"-rdma.port", "1"})
+		require.NoError(t, err)
+	})
+	_, err := parseFlags(flag.NewFlagSet("test", flag.ContinueOnError), []string{"-rdma.port", "0"})
+	var ue usageError
+	require.ErrorAs(t, err, &ue)
+	assert.Contains(t, err.Error(), "-rdma.port 0 is out of range 1..255")
+}
+
 // TestCommandLine: bad settings are usage errors naming the value; the
 // token never comes from the command line; a non-loopback address needs
 // a token or -trusted-network.
@@ -670,6 +684,9 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"-total-mem", "0"}, "-total-mem 0 must be at least 1"},
 		{[]string{"-max-conns-per-host", "0"}, "-max-conns-per-host 0 must be at least 1"},
 		{[]string{"-max-conns", "0"}, "-max-conns 0 must be at least 1"},
+		{[]string{"-max-mem", "1000", "-total-mem", "999"}, "-max-mem 1000 exceeds -total-mem 999: no client could use it"},
+		{[]string{"-listen", "nohost"}, `-listen "nohost" is not host:port`},
+		{[]string{"-listen", "127.0.0.1:70000"}, `port "70000" is not 0..65535`},
 		{[]string{"-hello-timeout", "0s"}, "-hello-timeout 0s and -idle 10m0s must be positive"},
 		{[]string{"-token", "s3cret"}, "never the command line"},
 		{[]string{"s3cret"}, "unexpected arguments"},

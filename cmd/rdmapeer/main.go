@@ -51,6 +51,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -118,14 +119,26 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	positive("max-clients", int64(l.clients))
 	positive("max-conns-per-host", int64(l.perHost))
 	positive("max-conns", int64(l.conns))
-	for _, it := range l.client.items(l.total, "max") {
+	totals := l.total.items(l.total, "total")
+	for i, it := range l.client.items(l.total, "max") {
 		positive(strings.TrimPrefix(it.flag, "-"), it.ask)
+		if it.ask > it.limit {
+			errs = append(errs, fmt.Errorf("%s %d exceeds %s %d: no client could use it", it.flag, it.ask, totals[i].flag, it.limit))
+		}
 	}
 	for _, it := range l.total.items(l.total, "total") {
 		positive(strings.TrimPrefix(it.flag, "-"), it.ask)
 	}
 	if l.hello <= 0 || l.idle <= 0 {
 		errs = append(errs, fmt.Errorf("-hello-timeout %v and -idle %v must be positive", l.hello, l.idle))
+	}
+	if _, port, err := net.SplitHostPort(o.listen); err != nil {
+		errs = append(errs, fmt.Errorf("-listen %q is not host:port: %w", o.listen, err))
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		errs = append(errs, fmt.Errorf("-listen %q: port %q is not 0..65535", o.listen, port))
+	}
+	if _, err := rdmatest.Opts(); err != nil { // the device flags, before the device is opened
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return o, usageError{err}
