@@ -74,25 +74,24 @@ func TestLoopConfigsRefused(t *testing.T) {
 	wr := sendWR(&s, a, 0)
 	twoSGE := wr
 	twoSGE.NumSGE, twoSGE.SGE[1] = 2, a.Out(0, 8)
-	ping := func(edit func(c *verbs.PingConfig)) error {
-		c := verbs.PingConfig{QP: a.QPs[0], CQ: a.CQ, WR: wr, SendDepth: 64, Iters: 1, Timeout: timeout, Hist: histGeometry,
-			Mode: verbs.PingRecv, Recv: a.In(0, 64), RecvDepth: 512}
-		edit(&c)
-		l, err := verbs.NewPing(c)
+	// built is the outcome of building a loop, closed at once.
+	built := func(l *verbs.Loop, err error) error {
 		if err == nil {
 			l.Close()
 		}
 		return err
 	}
+	ping := func(edit func(c *verbs.PingConfig)) error {
+		c := verbs.PingConfig{QP: a.QPs[0], CQ: a.CQ, WR: wr, SendDepth: 64, Iters: 1, Timeout: timeout, Hist: histGeometry,
+			Mode: verbs.PingRecv, Recv: a.In(0, 64), RecvDepth: 512}
+		edit(&c)
+		return built(verbs.NewPing(c))
+	}
 	stream := func(edit func(c *verbs.StreamConfig)) error {
 		c := verbs.StreamConfig{CQ: a.CQ, QPs: []verbs.StreamQP{{QP: a.QPs[0], WR: wr, Marker: wr}}, Msgs: 10,
 			QD: 8, Batch: 1, Signal: 1, SendDep: 16, Timeout: timeout, Hist: histGeometry}
 		edit(&c)
-		l, err := verbs.NewStream(c)
-		if err == nil {
-			l.Close()
-		}
-		return err
+		return built(verbs.NewStream(c))
 	}
 	rpc := func(edit func(c *verbs.RPCConfig)) error {
 		req := wr
@@ -100,11 +99,7 @@ func TestLoopConfigsRefused(t *testing.T) {
 		c := verbs.RPCConfig{QP: a.QPs[0], ReqCQ: a.CQ, RespCQ: a.CQ, WR: req, Out: a.outByte(0, 0), Window: 8, Stride: 64, Size: 64,
 			RecvQP: a.QPs[0], Recv: a.In(0, 64), RecvDepth: 72, SendDepth: 16, RPCs: 1, Timeout: timeout, Hist: histGeometry}
 		edit(&c)
-		l, err := verbs.NewRPC(c)
-		if err == nil {
-			l.Close()
-		}
-		return err
+		return built(verbs.NewRPC(c))
 	}
 	for _, tc := range []struct {
 		name string
