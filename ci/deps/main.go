@@ -21,7 +21,11 @@
 //
 //	[sudo] env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends PKG...
 //
-// (sudo when not root; env keeps DEBIAN_FRONTEND through sudo). With -n
+// (sudo when not root; env keeps DEBIAN_FRONTEND through sudo). Every
+// command it runs has a deadline: a query (dpkg, apt-cache) one minute,
+// apt-get update 10 minutes, apt-get install 30 minutes; apt-get waits at
+// most 5 minutes for the dpkg lock another apt holds. A command past its
+// deadline is stopped and named in the error. With -n
 // it prints the chosen packages, one a line with "installed" or
 // "missing", and changes nothing.
 //
@@ -31,6 +35,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -41,6 +46,17 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
+	"time"
+)
+
+// Deadlines of the commands deps runs.
+const (
+	queryTimeout   = time.Minute
+	updateTimeout  = 10 * time.Minute
+	installTimeout = 30 * time.Minute
+	// lockTimeout is how long apt-get waits for the dpkg lock (seconds).
+	lockTimeout = "300"
 )
 
 func main() {
@@ -107,7 +123,7 @@ func deps(dry, vm bool, stdout, stderr io.Writer) error {
 				}
 				updated = true
 			}
-			out, err := exec.Command("apt-cache", "depends", "linux-image-generic").Output()
+			out, err := query("apt-cache", "depends", "linux-image-generic")
 			if err != nil {
 				return fmt.Errorf("apt-cache depends linux-image-generic: %v (no package linux-image-generic in the apt sources?)", err)
 			}
@@ -150,13 +166,13 @@ func deps(dry, vm bool, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "make deps: installing %s\n", strings.Join(missing, " "))
-	return sudo(stderr, append([]string{"env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-qq", "--no-install-recommends"}, missing...)...)
+	return sudo(stderr, installTimeout, append([]string{"env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-o", "DPkg::Lock::Timeout=" + lockTimeout, "install", "-y", "-qq", "--no-install-recommends"}, missing...)...)
 }
 
 // arch is the Debian architecture of this machine: dpkg's word, else
 // Go's, which names amd64 and arm64 alike.
 func arch() string {
-	if out, err := exec.Command("dpkg", "--print-architecture").Output(); err == nil {
+	if out, err := query("dpkg", "--print-architecture"); err == nil {
 		if a := strings.TrimSpace(string(out)); a != "" {
 			return a
 		}
@@ -168,7 +184,7 @@ func arch() string {
 // and whether pkg is installed ("install ok installed": not merely
 // known, nor removed with its configuration files left).
 func installedField(pkg, field string) (string, bool) {
-	out, err := exec.Command("dpkg-query", "-W", "-f", "${Status}\t"+field, pkg).Output()
+	out, err := query("dpkg-query", "-W", "-f", "${Status}\t"+field, pkg)
 	if err != nil {
 		return "", false
 	}
@@ -181,7 +197,7 @@ func installedField(pkg, field string) (string, bool) {
 func checkCandidates(pkgs []string, distro Distro, name string) error {
 	var none []string
 	for _, p := range pkgs {
-		out, _ := exec.Command("apt-cache", "policy", p).Output()
+		out, _ := query("apt-cache", "policy", p)
 		if _, ok := Candidate(string(out)); !ok {
 			none = append(none, p)
 		}
@@ -199,12 +215,36 @@ func checkCandidates(pkgs []string, distro Distro, name string) error {
 
 // aptUpdate refreshes the package lists.
 func aptUpdate(stderr io.Writer) error {
-	return sudo(stderr, "apt-get", "update", "-qq")
+	return sudo(stderr, updateTimeout, "apt-get", "-o", "DPkg::Lock::Timeout="+lockTimeout, "update", "-qq")
 }
 
-// sudo runs a command as root: directly when this process is root,
-// through sudo otherwise. Its output goes to stderr.
-func sudo(stderr io.Writer, args ...string) error {
+// query runs a read-only command and returns its standard output; past
+// queryTimeout it is stopped.
+func query(args ...string) ([]byte, error) {
+	var out strings.Builder
+	err := runFor(queryTimeout, &out, io.Discard, args...)
+	return []byte(out.String()), err
+}
+
+// runFor runs a command with a deadline: past it the command gets
+// SIGTERM, and SIGKILL 10 s later, and the error says so.
+func runFor(timeout time.Duration, stdout, stderr io.Writer, args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: stopped after the %v deadline: %w", strings.Join(args, " "), timeout, context.DeadlineExceeded)
+	}
+	return err
+}
+
+// sudo runs a command as root, within timeout: directly when this process
+// is root, through sudo otherwise. Its output goes to stderr.
+func sudo(stderr io.Writer, timeout time.Duration, args ...string) error {
 	if os.Geteuid() != 0 {
 		if _, err := exec.LookPath("sudo"); err != nil {
 			return fmt.Errorf("%s needs root, and sudo is not installed", strings.Join(args, " "))
@@ -212,9 +252,10 @@ func sudo(stderr io.Writer, args ...string) error {
 		args = append([]string{"sudo"}, args...)
 	}
 	fmt.Fprintf(stderr, "+ %s\n", strings.Join(args, " "))
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if err := cmd.Run(); err != nil {
+	if err := runFor(timeout, stderr, stderr, args...); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
 		return fmt.Errorf("%s: %w", strings.Join(args, " "), err)
 	}
 	return nil
