@@ -161,6 +161,7 @@ func TestMainRefusesBadFlags(t *testing.T) {
 		{nil, "RDMA_FULL=yes", `RDMA_FULL="yes" is not a boolean`},
 		{[]string{"-rdma.timeout=-1s"}, "", "-rdma.timeout -1s is out of range"},
 		{nil, "RDMA_REQUIRE=yes", `RDMA_REQUIRE="yes" is not a boolean`},
+		{[]string{"-rdma.hlog=" + filepath.Join(os.Args[0], "hlogs")}, "", `-rdma.hlog "` + filepath.Join(os.Args[0], "hlogs")},
 	} {
 		cmd := exec.Command(os.Args[0], append([]string{"-test.run=^$", "-test.bench=WriteLat"}, tc.args...)...)
 		cmd.Env = os.Environ()

@@ -27,6 +27,7 @@
 //	-rdma.timeout D     RDMA_TIMEOUT    deadline for every single wait (default 10s)
 //	-rdma.cpus LIST     RDMA_CPUS       CPUs for the timed loops, requester first (default: the device's NUMA node)
 //	-rdma.hlog DIR      RDMA_HLOG_DIR   write every latency histogram as an HdrHistogram .hlog file in DIR
+//	                                    (made if missing; Main refuses an unwritable one before any benchmark)
 //	-rdma.peer H:P      RDMA_PEER       an rdmapeer on another host plays side B
 //	-rdma.peer-token T  RDMA_PEER_TOKEN the secret that peer requires
 //	-rdma.peer-token-file F  RDMA_PEER_TOKEN_FILE  the same, from a file (not visible in ps)

@@ -168,14 +168,34 @@ func FlushHlog() error {
 	return flushHeldLocked()
 }
 
-// flushHeldLocked writes the held interval, if any, and forgets it.
+// flushHeldLocked writes the held interval, if any, and forgets it. It
+// runs when the next benchmark reports, so an error names the benchmark
+// whose interval was lost: it is not the one that reports it.
 func flushHeldLocked() error {
 	if held.r == nil {
 		return nil
 	}
 	err := writeHlogLocked(held.dir, held.name, held.r)
 	held.r = nil
-	return err
+	if err != nil {
+		return fmt.Errorf("the last interval of %s was not written: %w", held.name, err)
+	}
+	return nil
+}
+
+// checkHlogDir makes dir and checks that a file can be written in it, so
+// that an unwritable -rdma.hlog stops the run before any benchmark
+// instead of failing each one after its measurement. Main calls it.
+func checkHlogDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("rdmatest: -rdma.hlog %q: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".rdmatest-probe-*")
+	if err != nil {
+		return fmt.Errorf("rdmatest: -rdma.hlog %q is not writable: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // writeHlog appends r as one interval to dir/benchname.HlogFile(name)

@@ -66,3 +66,34 @@ func TestHoldHlogWritesOnlyTheReportedCallOfEachRun(t *testing.T) {
 	require.NoError(t, FlushHlog(), "nothing left to write")
 	assert.Equal(t, []int64{30}, hlogCounts(t, filepath.Join(dir, "BenchmarkThreads_y.hlog")))
 }
+
+// A write that fails when the next benchmark reports names the benchmark
+// whose interval was lost.
+func TestHeldWriteErrorNamesItsBenchmark(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, holdHlog(dir, "BenchmarkA", 10, recorderOf(10)))
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.WriteFile(dir, nil, 0o644)) // the directory is now a file
+	err := holdHlog(dir, "BenchmarkB", 1, recorderOf(1))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "last interval of BenchmarkA was not written")
+	_ = FlushHlog() // forget B's interval: it cannot be written either
+}
+
+func TestHlogDirChecked(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new", "hlogs")
+	require.NoError(t, checkHlogDir(dir), "a missing directory is made")
+	st, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.True(t, st.IsDir())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the probe file is removed")
+
+	file := filepath.Join(t.TempDir(), "results.txt")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	err = checkHlogDir(filepath.Join(file, "sub"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-rdma.hlog")
+	assert.Contains(t, err.Error(), "results.txt/sub")
+}

@@ -50,7 +50,11 @@ func Main(m *testing.M) {
 		RegisterFlags(flag.CommandLine)
 	}
 	flag.Parse()
-	if _, err := Opts(); err != nil {
+	o, err := Opts()
+	if err == nil && o.HlogDir != "" {
+		err = checkHlogDir(o.HlogDir)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err) // before any benchmark runs on a bad setting
 		os.Exit(2)
 	}
