@@ -41,6 +41,12 @@ func RegisterDeviceFlags(fs *flag.FlagSet) { engine.RegisterDeviceFlags(fs) }
 // defaults), checked: a bad value is an error naming it and its limit.
 func Opts() (Options, error) { return engine.Opts() }
 
+// DeviceOpts returns only the settings of RegisterDeviceFlags, checked;
+// the client settings (HlogDir, Peer, PeerToken) stay empty and their
+// flags and environment are not read: what a command that serves the
+// device uses.
+func DeviceOpts() (Options, error) { return engine.DeviceOpts() }
+
 // Required tells whether a device must exist: under CI=true or
 // RDMA_REQUIRE=1 a missing device fails tests instead of skipping them
 // (RDMA_REQUIRE=0 overrides CI=true).
@@ -54,6 +60,10 @@ func Device(tb testing.TB) *Dev { return engine.Device(tb) }
 // OpenDev opens the device chosen by the flags without a testing.TB (for
 // TestMain and commands); the caller closes it.
 func OpenDev() (*Dev, error) { return engine.OpenDev() }
+
+// OpenDevWith opens the device that o (from Opts or DeviceOpts) chooses;
+// the caller closes it.
+func OpenDevWith(o Options) (*Dev, error) { return engine.OpenDevWith(o) }
 
 // CheckLeaks fails tb if verbs objects created after this call are still
 // open when tb ends (after the cleanups registered later), naming each

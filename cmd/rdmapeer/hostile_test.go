@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
 	"github.com/rdmabench/rdmabench/rdmatest/peer"
 	"github.com/rdmabench/rdmabench/verbs"
@@ -668,6 +669,26 @@ func TestCommandLineDeviceFlags(t *testing.T) {
 	var ue usageError
 	require.ErrorAs(t, err, &ue)
 	assert.Contains(t, err.Error(), "-rdma.port 0 is out of range 1..255")
+}
+
+// TestClientSettingsNotRead: the daemon reads only the device settings; a
+// client's -rdma.peer or token file (here set through the shared values,
+// as RDMA_PEER and RDMA_PEER_TOKEN_FILE in its environment would) neither
+// stops it nor is used.
+func TestClientSettingsNotRead(t *testing.T) {
+	client := flag.NewFlagSet("client", flag.ContinueOnError)
+	rdmatest.RegisterFlags(client)
+	require.NoError(t, client.Parse([]string{"-rdma.peer", "nohost", "-rdma.peer-token-file", filepath.Join(t.TempDir(), "missing")}))
+	t.Cleanup(func() { require.NoError(t, client.Parse([]string{"-rdma.peer", "", "-rdma.peer-token-file", ""})) })
+	_, err := rdmatest.Opts()
+	require.Error(t, err, "precondition: a client would refuse these")
+
+	_, err = parseFlags(flag.NewFlagSet("test", flag.ContinueOnError), nil)
+	assert.NoError(t, err)
+	o, err := rdmatest.DeviceOpts()
+	require.NoError(t, err)
+	assert.Empty(t, o.Peer)
+	assert.Empty(t, o.PeerToken)
 }
 
 // TestCommandLine: bad settings are usage errors naming the value; the

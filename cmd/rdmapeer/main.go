@@ -15,7 +15,9 @@
 // own, taken in a benchmark's order (the second of the list first, the
 // first last); a session that finds none free runs unpinned, and the
 // session's log line says which. rdmapeer's own Go runtime is not kept
-// off those CPUs. rdmapeer has no other -rdma.* flag.
+// off those CPUs. rdmapeer has no other -rdma.* flag, and reads none of
+// the client settings (RDMA_PEER, RDMA_PEER_TOKEN_FILE, RDMA_HLOG_DIR):
+// a client's environment on the same host neither stops it nor leaks in.
 //
 // On host B run rdmapeer; on host A run the benchmarks with
 // -rdma.peer hostB:18515 and the same token in RDMA_PEER_TOKEN. For each
@@ -137,7 +139,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		errs = append(errs, fmt.Errorf("-listen %q: port %q is not 0..65535", o.listen, port))
 	}
-	if _, err := rdmatest.Opts(); err != nil { // the device flags, before the device is opened
+	if _, err := rdmatest.DeviceOpts(); err != nil { // the device flags, before the device is opened
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -218,7 +220,12 @@ func run(args []string) int {
 }
 
 func serveDevice(o options, token string) int {
-	d, err := rdmatest.OpenDev()
+	do, err := rdmatest.DeviceOpts() // a client's RDMA_PEER or token file is not ours
+	if err != nil {
+		log.Print(err)
+		return 2
+	}
+	d, err := rdmatest.OpenDevWith(do)
 	if err != nil {
 		log.Print(err)
 		return 1

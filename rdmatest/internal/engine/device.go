@@ -79,6 +79,13 @@ func OpenDev() (*Dev, error) {
 	if err != nil {
 		return nil, err
 	}
+	return OpenDevWith(o)
+}
+
+// OpenDevWith opens the device that o (from Opts or DeviceOpts) chooses;
+// the caller closes it.
+func OpenDevWith(o Options) (*Dev, error) {
+	var err error
 	name := o.Device
 	if name == "" {
 		if name, err = firstActive(o.Port); err != nil {

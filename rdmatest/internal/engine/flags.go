@@ -103,9 +103,8 @@ var envErrs []error
 // defaults), checked: a malformed environment value or an out-of-range
 // setting is an error naming the value and the limit.
 func Opts() (Options, error) {
-	errs := append([]error(nil), envErrs...)
-	o := Options{Device: *flagDev, Port: *flagPort, GIDIndex: *flagGID, Timeout: *flagTimeout, HlogDir: *flagHlog,
-		Peer: *flagPeer, CPUs: *flagCPUs}
+	o, errs := deviceOpts()
+	o.HlogDir, o.Peer = *flagHlog, *flagPeer
 	var err error
 	if o.PeerToken, err = peerToken(*flagToken, *flagTokenF); err != nil {
 		errs = append(errs, err)
@@ -127,6 +126,23 @@ func Opts() (Options, error) {
 			errs = append(errs, fmt.Errorf("rdmatest: RDMA_REQUIRE=%q is not a boolean (1, true, 0 or false)", v))
 		}
 	}
+	return o, errors.Join(errs...)
+}
+
+// DeviceOpts returns only the settings of RegisterDeviceFlags (device,
+// port, GID, CPUs, timeout), checked as Opts checks them; the client
+// settings (HlogDir, Peer, PeerToken) stay empty and their flags and
+// environment are not read. It is what a command that serves the device
+// (cmd/rdmapeer) uses, so that a client's RDMA_PEER or token file in its
+// environment neither stops it nor leaks into it.
+func DeviceOpts() (Options, error) {
+	o, errs := deviceOpts()
+	return o, errors.Join(errs...)
+}
+
+func deviceOpts() (Options, []error) {
+	errs := append([]error(nil), envErrs...) // RDMA_PORT, RDMA_GID_INDEX, RDMA_TIMEOUT
+	o := Options{Device: *flagDev, Port: *flagPort, GIDIndex: *flagGID, Timeout: *flagTimeout, CPUs: *flagCPUs}
 	if o.Port < 1 || o.Port > 255 {
 		errs = append(errs, fmt.Errorf("rdmatest: -rdma.port %d is out of range 1..255", o.Port))
 	}
@@ -141,7 +157,7 @@ func Opts() (Options, error) {
 	if o.Timeout <= 0 || o.Timeout > MaxTimeout {
 		errs = append(errs, fmt.Errorf("rdmatest: -rdma.timeout %v is out of range (0, %v]", o.Timeout, MaxTimeout))
 	}
-	return o, errors.Join(errs...)
+	return o, errs
 }
 
 func env(k, def string) string {
