@@ -436,8 +436,8 @@ func (vm *VM) Run(ctx context.Context, job Job, out io.Writer) (int, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	cmd.SysProcAttr = childAttr()
-	var qemuOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &qemuOut, &qemuOut
+	qemuOut := &headWriter{max: maxQemuOut}
+	cmd.Stdout, cmd.Stderr = qemuOut, qemuOut
 	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Start()
 	// qemu holds its own copies; ours must go so that the readers see EOF.
@@ -497,6 +497,36 @@ func (vm *VM) Run(ctx context.Context, job Job, out io.Writer) (int, error) {
 	return code, err
 }
 
+// maxQemuOut bounds what is kept of qemu's own output (its errors; the
+// guest speaks on the console and output pipes).
+const maxQemuOut = 64 << 10
+
+// headWriter keeps the first max bytes written to it and counts the rest.
+type headWriter struct {
+	mu      sync.Mutex
+	max     int
+	buf     []byte
+	dropped int
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := min(len(p), w.max-len(w.buf))
+	w.buf = append(w.buf, p[:n]...)
+	w.dropped += len(p) - n
+	return len(p), nil
+}
+
+func (w *headWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dropped > 0 {
+		return fmt.Sprintf("%s[… %d more bytes]", w.buf, w.dropped)
+	}
+	return string(w.buf)
+}
+
 // tempPrefix names the runs' temporary directories (under os.TempDir);
 // lockName is the file in one that its run holds an exclusive flock on
 // while it lives.
@@ -543,14 +573,34 @@ func splitLines(data []byte, atEOF bool) (int, []byte, error) {
 
 // consoleLog keeps the guest console's lines.
 type consoleLog struct {
-	mu    sync.Mutex
-	lines []string
+	mu sync.Mutex
+	// What verdict needs, kept as the lines arrive so that a console
+	// that never stops talking costs bounded memory: the first FATAL
+	// marker line, the first kernel panic line, the last exit marker
+	// line, and the last consoleTail lines.
+	fatal, panicked, exit string
+	tail                  []string
 }
+
+// consoleTail is how many of the last console lines an error shows.
+const consoleTail = 25
 
 func (c *consoleLog) add(l string) {
 	c.mu.Lock()
-	c.lines = append(c.lines, l)
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.fatal == "" && strings.Contains(l, markerFatal) {
+		c.fatal = l
+	}
+	if c.panicked == "" && panicRE.MatchString(l) {
+		c.panicked = l
+	}
+	if exitRE.MatchString(l) {
+		c.exit = l
+	}
+	if len(c.tail) == 2*consoleTail { // trimmed in halves: amortised O(1)
+		c.tail = append(c.tail[:0], c.tail[consoleTail:]...)
+	}
+	c.tail = append(c.tail, l)
 }
 
 var (
@@ -570,28 +620,22 @@ func (c *consoleLog) verdict(ctxErr, waitErr error, took, limit time.Duration, q
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	tail := func() string {
-		n := len(c.lines)
-		from := max(0, n-25)
-		return "\n--- last guest console lines ---\n" + strings.Join(c.lines[from:], "\n")
+		from := max(0, len(c.tail)-consoleTail)
+		return "\n--- last guest console lines ---\n" + strings.Join(c.tail[from:], "\n")
 	}
-	for _, l := range c.lines {
-		if i := strings.Index(l, markerFatal); i >= 0 {
-			return -1, fmt.Errorf("loopback: guest failed: %s%s", l[i+len(markerFatal):], tail())
-		}
+	if l := c.fatal; l != "" {
+		i := strings.Index(l, markerFatal)
+		return -1, fmt.Errorf("loopback: guest failed: %s%s", l[i+len(markerFatal):], tail())
 	}
-	for _, l := range c.lines {
-		if m := panicRE.FindString(l); m != "" {
-			return -1, fmt.Errorf("loopback: guest kernel panic: %s%s", m, tail())
-		}
+	if c.panicked != "" {
+		return -1, fmt.Errorf("loopback: guest kernel panic: %s%s", panicRE.FindString(c.panicked), tail())
 	}
-	for i := len(c.lines) - 1; i >= 0; i-- {
-		if m := exitRE.FindStringSubmatch(c.lines[i]); m != nil {
-			code, err := strconv.Atoi(m[1])
-			if err != nil {
-				return -1, fmt.Errorf("loopback: malformed exit marker %q: %w", c.lines[i], err)
-			}
-			return code, nil
+	if m := exitRE.FindStringSubmatch(c.exit); m != nil {
+		code, err := strconv.Atoi(m[1])
+		if err != nil {
+			return -1, fmt.Errorf("loopback: malformed exit marker %q: %w", c.exit, err)
 		}
+		return code, nil
 	}
 	if errors.Is(ctxErr, context.DeadlineExceeded) {
 		return -1, fmt.Errorf("loopback: the guest was killed after %s: it exceeded its deadline of %s (the command or the guest hung)%s", took.Round(time.Second), limit.Round(time.Second), tail())

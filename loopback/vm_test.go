@@ -431,7 +431,10 @@ func TestVerdict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &consoleLog{lines: tt.lines}
+			c := &consoleLog{}
+			for _, l := range tt.lines {
+				c.add(l)
+			}
 			code, err := c.verdict(tt.ctxErr, tt.waitErr, 61*time.Second, time.Minute, tt.qemuOut)
 			assert.Equal(t, tt.wantCode, code)
 			if tt.wantErr == nil {
@@ -447,4 +450,31 @@ func TestVerdict(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A console that never stops talking is kept in bounded memory, and the
+// verdict still sees a marker from its first line.
+func TestConsoleLogBounded(t *testing.T) {
+	c := &consoleLog{}
+	c.add(markerFatal + "first words")
+	for i := range 100000 {
+		c.add(fmt.Sprintf("[%d.0] rdma_rxe: noisy line %d", i, i))
+	}
+	assert.LessOrEqual(t, len(c.tail), 2*consoleTail)
+	_, err := c.verdict(nil, nil, time.Second, time.Minute, "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "guest failed: first words")
+	assert.Contains(t, err.Error(), "noisy line 99999")
+	assert.Contains(t, err.Error(), "noisy line 99975\n")
+	assert.NotContains(t, err.Error(), "noisy line 99974\n")
+}
+
+func TestHeadWriterKeepsTheStart(t *testing.T) {
+	w := &headWriter{max: 8}
+	for _, s := range []string{"qemu: ", "error one\n", "more"} {
+		n, err := w.Write([]byte(s))
+		require.NoError(t, err)
+		assert.Equal(t, len(s), n, "a writer that kept less must still take all")
+	}
+	assert.Equal(t, "qemu: er[… 12 more bytes]", w.String())
 }
