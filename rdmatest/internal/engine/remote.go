@@ -39,6 +39,9 @@ func dialPeer(addr, token string, timeout time.Duration) (*remote, error) {
 		if err == nil {
 			break
 		}
+		if permanentDialErr(err) {
+			return nil, fmt.Errorf("rdmatest: peer %s: %w", addr, err)
+		}
 		if time.Now().Add(wait).After(deadline) {
 			return nil, fmt.Errorf("rdmatest: peer %s: no connection within %v: %w", addr, timeout, err)
 		}
@@ -50,6 +53,15 @@ func dialPeer(addr, token string, timeout time.Duration) (*remote, error) {
 		return nil, fmt.Errorf("rdmatest: peer %s: %w", addr, err)
 	}
 	return r, nil
+}
+
+// permanentDialErr tells a dial error that waiting cannot cure: a host
+// name the resolver says does not exist. A refused or unreachable
+// connection (the peer still starting) or a resolver that timed out is
+// retried until the deadline.
+func permanentDialErr(err error) bool {
+	var dns *net.DNSError
+	return errors.As(err, &dns) && dns.IsNotFound && !dns.IsTemporary && !dns.IsTimeout
 }
 
 // ErrPeerAuth is a peer that failed to prove it knows the token.

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,4 +113,37 @@ func TestRandomPSNAndQKey(t *testing.T) {
 	assert.Greater(t, len(psns), 90, "PSNs repeat")
 	assert.Greater(t, len(qkeys), 90, "Q_Keys repeat")
 	assert.NotContains(t, qkeys, uint32(0x11111111), "perftest's default Q_Key")
+}
+
+// A host name that does not exist fails the dial at once; what waiting
+// may cure is retried until the deadline.
+func TestPermanentDialErr(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no such host", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "peer.invalid", IsNotFound: true}}, true},
+		{"resolver timed out", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "i/o timeout", Name: "peer", IsTimeout: true}}, false},
+		{"resolver unreachable", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "server misbehaving", Name: "peer", IsTemporary: true}}, false},
+		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
+		{"deadline", os.ErrDeadlineExceeded, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, permanentDialErr(tc.err))
+		})
+	}
+}
+
+// A refused connection is retried until the deadline, then named.
+func TestDialPeerRetriesUntilTheDeadline(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close()) // nothing listens there now
+	start := time.Now()
+	_, err = dialPeer(addr, "", 300*time.Millisecond)
+	require.Error(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "retried, not given up at once")
+	assert.Contains(t, err.Error(), "no connection within 300ms")
 }
