@@ -2,7 +2,6 @@ package engine
 
 import (
 	"net"
-	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -115,26 +114,6 @@ func TestRandomPSNAndQKey(t *testing.T) {
 	assert.NotContains(t, qkeys, uint32(0x11111111), "perftest's default Q_Key")
 }
 
-// A host name that does not exist fails the dial at once; what waiting
-// may cure is retried until the deadline.
-func TestPermanentDialErr(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"no such host", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "peer.invalid", IsNotFound: true}}, true},
-		{"resolver timed out", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "i/o timeout", Name: "peer", IsTimeout: true}}, false},
-		{"resolver unreachable", &net.OpError{Op: "dial", Err: &net.DNSError{Err: "server misbehaving", Name: "peer", IsTemporary: true}}, false},
-		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
-		{"deadline", os.ErrDeadlineExceeded, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, permanentDialErr(tc.err))
-		})
-	}
-}
-
 // A refused connection is retried until the deadline, then named.
 func TestDialPeerRetriesUntilTheDeadline(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -144,6 +123,19 @@ func TestDialPeerRetriesUntilTheDeadline(t *testing.T) {
 	start := time.Now()
 	_, err = dialPeer(addr, "", 300*time.Millisecond)
 	require.Error(t, err)
-	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "retried, not given up at once")
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "retried until the deadline, not given up before it")
 	assert.Contains(t, err.Error(), "no connection within 300ms")
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED, "the last dial's cause is kept")
+}
+
+// A name the resolver does not know is retried too (it may exist in a
+// moment), and the error names the lookup.
+func TestDialPeerRetriesAnUnknownName(t *testing.T) {
+	start := time.Now()
+	_, err := dialPeer("peer.invalid:18515", "", 300*time.Millisecond)
+	require.Error(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "retried until the deadline")
+	var dns *net.DNSError
+	require.ErrorAs(t, err, &dns, "the cause is the lookup")
+	assert.Equal(t, "peer.invalid", dns.Name)
 }
