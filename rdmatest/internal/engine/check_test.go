@@ -134,6 +134,12 @@ func TestBadInputs(t *testing.T) {
 		{name: "env RDMA_REQUIRE=yes", err: opts(t, func() { t.Setenv("RDMA_REQUIRE", "yes") }), want: []string{`RDMA_REQUIRE="yes"`, "not a boolean"}},
 		{name: "env RDMA_PORT=abc", err: opts(t, func() { envInt("RDMA_PORT", 1) }), want: []string{`RDMA_PORT="abc"`, "not an integer"}},
 		{name: "env RDMA_TIMEOUT=fast", err: opts(t, func() { envDuration("RDMA_TIMEOUT", time.Second) }), want: []string{`RDMA_TIMEOUT="fast"`, "not a duration"}},
+		// Options given to OpenDevWith directly: refused before anything opens.
+		{name: "OpenDevWith zero Options", err: func() error { _, err := OpenDevWith(Options{}); return err }, want: []string{"-rdma.port 0", "1..255", "-rdma.timeout 0s"}},
+		{name: "OpenDevWith bad CPU list", err: func() error {
+			_, err := OpenDevWith(Options{Port: 1, GIDIndex: -1, Timeout: time.Second, CPUs: "1-0"})
+			return err
+		}, want: []string{"-rdma.cpus", "1-0"}},
 		// verbs.QPConfig.Validate.
 		{name: "QP send depth negative", err: qp(verbs.QPConfig{MaxSendWR: -1}), want: []string{"send queue depth -1", "minimum 1"}},
 		{name: "QP send depth 0", err: func() error { return verbs.QPConfig{SendCQ: cq, RecvCQ: cq}.Validate(lim.Attr) }, want: []string{"send queue depth 0", "minimum 1"}},

@@ -83,8 +83,12 @@ func OpenDev() (*Dev, error) {
 }
 
 // OpenDevWith opens the device that o (from Opts or DeviceOpts) chooses;
-// the caller closes it.
+// the caller closes it. Device settings out of range (the port, the GID
+// index, the CPU list, the timeout) are refused before anything opens.
 func OpenDevWith(o Options) (*Dev, error) {
+	if errs := o.deviceErrs(); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
 	var err error
 	name := o.Device
 	if name == "" {

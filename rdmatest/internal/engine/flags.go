@@ -143,6 +143,14 @@ func DeviceOpts() (Options, error) {
 func deviceOpts() (Options, []error) {
 	errs := append([]error(nil), envErrs...) // RDMA_PORT, RDMA_GID_INDEX, RDMA_TIMEOUT
 	o := Options{Device: *flagDev, Port: *flagPort, GIDIndex: *flagGID, Timeout: *flagTimeout, CPUs: *flagCPUs}
+	return o, append(errs, o.deviceErrs()...)
+}
+
+// deviceErrs checks the device settings of o, each against its limit:
+// what Opts reports for the flags, and what OpenDevWith refuses before
+// it opens anything.
+func (o Options) deviceErrs() []error {
+	var errs []error
 	if o.Port < 1 || o.Port > 255 {
 		errs = append(errs, fmt.Errorf("rdmatest: -rdma.port %d is out of range 1..255", o.Port))
 	}
@@ -157,7 +165,7 @@ func deviceOpts() (Options, []error) {
 	if o.Timeout <= 0 || o.Timeout > MaxTimeout {
 		errs = append(errs, fmt.Errorf("rdmatest: -rdma.timeout %v is out of range (0, %v]", o.Timeout, MaxTimeout))
 	}
-	return o, errs
+	return errs
 }
 
 func env(k, def string) string {
