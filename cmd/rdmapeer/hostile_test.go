@@ -678,8 +678,11 @@ func TestCommandLineDeviceFlags(t *testing.T) {
 func TestClientSettingsNotRead(t *testing.T) {
 	client := flag.NewFlagSet("client", flag.ContinueOnError)
 	rdmatest.RegisterFlags(client)
+	for _, name := range []string{"rdma.peer", "rdma.peer-token-file"} {
+		before := client.Lookup(name).DefValue // the shared value as the environment set it
+		t.Cleanup(func() { require.NoError(t, client.Set(name, before)) })
+	}
 	require.NoError(t, client.Parse([]string{"-rdma.peer", "nohost", "-rdma.peer-token-file", filepath.Join(t.TempDir(), "missing")}))
-	t.Cleanup(func() { require.NoError(t, client.Parse([]string{"-rdma.peer", "", "-rdma.peer-token-file", ""})) })
 	_, err := rdmatest.Opts()
 	require.Error(t, err, "precondition: a client would refuse these")
 

@@ -17,7 +17,10 @@
 // session's log line says which. rdmapeer's own Go runtime is not kept
 // off those CPUs. rdmapeer has no other -rdma.* flag, and reads none of
 // the client settings (RDMA_PEER, RDMA_PEER_TOKEN_FILE, RDMA_HLOG_DIR):
-// a client's environment on the same host neither stops it nor leaks in.
+// they neither stop it nor change what it serves. One variable is shared
+// on purpose: RDMA_PEER_TOKEN is both the clients' token and rdmapeer's
+// (when -token-file is not given), so the two ends of a session can be
+// given one secret in one place.
 //
 // On host B run rdmapeer; on host A run the benchmarks with
 // -rdma.peer hostB:18515 and the same token in RDMA_PEER_TOKEN. For each

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -169,8 +170,9 @@ func FlushHlog() error {
 }
 
 // flushHeldLocked writes the held interval, if any, and forgets it. It
-// runs when the next benchmark reports, so an error names the benchmark
-// whose interval was lost: it is not the one that reports it.
+// runs when the next benchmark reports and at the end (FlushHlog, from
+// Main), so an error names the benchmark whose interval was lost: at the
+// first, it is not the one that reports it.
 func flushHeldLocked() error {
 	if held.r == nil {
 		return nil
@@ -194,8 +196,11 @@ func checkHlogDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("rdmatest: -rdma.hlog %q is not writable: %w", dir, err)
 	}
-	f.Close()
-	return os.Remove(f.Name())
+	errs := []error{f.Close(), os.Remove(f.Name())}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("rdmatest: -rdma.hlog %q: the probe file: %w", dir, err)
+	}
+	return nil
 }
 
 // writeHlog appends r as one interval to dir/benchname.HlogFile(name)

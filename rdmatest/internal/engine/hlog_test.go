@@ -41,6 +41,7 @@ func hlogCounts(t *testing.T, path string) []int64 {
 // written, one interval per run, whether the probe call had samples or not.
 func TestHoldHlogWritesOnlyTheReportedCallOfEachRun(t *testing.T) {
 	dir := t.TempDir()
+	t.Cleanup(func() { _ = FlushHlog() }) // nothing held for the next test, whatever fails here
 	steps := []struct {
 		name string
 		n    int
@@ -71,13 +72,13 @@ func TestHoldHlogWritesOnlyTheReportedCallOfEachRun(t *testing.T) {
 // whose interval was lost.
 func TestHeldWriteErrorNamesItsBenchmark(t *testing.T) {
 	dir := t.TempDir()
+	t.Cleanup(func() { _ = FlushHlog() }) // forget B's interval: it cannot be written either
 	require.NoError(t, holdHlog(dir, "BenchmarkA", 10, recorderOf(10)))
 	require.NoError(t, os.RemoveAll(dir))
 	require.NoError(t, os.WriteFile(dir, nil, 0o644)) // the directory is now a file
 	err := holdHlog(dir, "BenchmarkB", 1, recorderOf(1))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "last interval of BenchmarkA was not written")
-	_ = FlushHlog() // forget B's interval: it cannot be written either
 }
 
 func TestHlogDirChecked(t *testing.T) {
