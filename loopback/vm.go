@@ -582,8 +582,13 @@ type consoleLog struct {
 	tail                  []string
 }
 
-// consoleTail is how many of the last console lines an error shows.
-const consoleTail = 25
+// consoleTail is how many of the last console lines an error shows, and
+// maxTailLine how much of each: a console that prints megabyte lines
+// costs at most 2×consoleTail×maxTailLine for the tail.
+const (
+	consoleTail = 25
+	maxTailLine = 4 << 10
+)
 
 func (c *consoleLog) add(l string) {
 	c.mu.Lock()
@@ -599,6 +604,9 @@ func (c *consoleLog) add(l string) {
 	}
 	if len(c.tail) == 2*consoleTail { // trimmed in halves: amortised O(1)
 		c.tail = append(c.tail[:0], c.tail[consoleTail:]...)
+	}
+	if len(l) > maxTailLine {
+		l = fmt.Sprintf("%s[… %d more bytes]", l[:maxTailLine], len(l)-maxTailLine)
 	}
 	c.tail = append(c.tail, l)
 }

@@ -467,6 +467,10 @@ func TestConsoleLogBounded(t *testing.T) {
 	assert.Contains(t, err.Error(), "noisy line 99999")
 	assert.Contains(t, err.Error(), "noisy line 99975\n")
 	assert.NotContains(t, err.Error(), "noisy line 99974\n")
+
+	c.add(strings.Repeat("x", maxConsoleLine))
+	assert.Equal(t, strings.Repeat("x", maxTailLine)+fmt.Sprintf("[… %d more bytes]", maxConsoleLine-maxTailLine), c.tail[len(c.tail)-1],
+		"a long line is kept cut in the tail")
 }
 
 func TestHeadWriterKeepsTheStart(t *testing.T) {
