@@ -23,9 +23,16 @@
 //
 // (sudo when not root; env keeps DEBIAN_FRONTEND through sudo). Every
 // command it runs has a deadline: a query (dpkg, apt-cache) one minute,
-// apt-get update 10 minutes, apt-get install 30 minutes; apt-get waits at
-// most 5 minutes for the dpkg lock another apt holds. A command past its
-// deadline is stopped and named in the error. With -n
+// apt-get update 10 minutes, apt-get install 30 minutes; apt-get install
+// waits at most 5 minutes for the dpkg lock another apt holds, and
+// apt-get update, which fails at once while another apt (on a fresh
+// machine, unattended-upgrades) holds the package lists' lock, is run
+// again every 5 s until its deadline. A command past its deadline gets
+// SIGTERM, and SIGKILL 10 s later; then the wait for it ends and the
+// error names the command and the deadline. Through sudo the SIGKILL
+// reaches sudo only, so a root apt-get may outlive the wait. A query
+// past its deadline is such an error, never taken for a missing package
+// or an unknown architecture. With -n
 // it prints the chosen packages, one a line with "installed" or
 // "missing", and changes nothing.
 //
@@ -52,12 +59,18 @@ import (
 
 // Deadlines of the commands deps runs.
 const (
-	queryTimeout   = time.Minute
 	updateTimeout  = 10 * time.Minute
 	installTimeout = 30 * time.Minute
 	// lockTimeout is how long apt-get waits for the dpkg lock (seconds).
 	lockTimeout = "300"
 )
+
+// queryTimeout is the deadline of a query (a variable for the tests).
+var queryTimeout = time.Minute
+
+// lockRetry is how often apt-get update runs again while another apt
+// holds the package lists' lock.
+const lockRetry = 5 * time.Second
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -93,7 +106,11 @@ func deps(dry, vm bool, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h := Host{OSRelease: string(osRelease), Arch: arch(), VM: vm}
+	a, err := arch()
+	if err != nil {
+		return err
+	}
+	h := Host{OSRelease: string(osRelease), Arch: a, VM: vm}
 	var why string
 	h.NativeRDMA, why, err = nativeRDMA(hostRoot)
 	if err != nil {
@@ -115,7 +132,10 @@ func deps(dry, vm bool, stdout, stderr io.Writer) error {
 		// The modules package is named after the release that
 		// linux-image-generic brings: the installed one's, else the
 		// candidate's (which needs fresh package lists).
-		deps, ok := installedField("linux-image-generic", "${Depends}")
+		deps, ok, err := installedField("linux-image-generic", "${Depends}")
+		if err != nil {
+			return err
+		}
 		if !ok {
 			if !dry {
 				if err := aptUpdate(stderr); err != nil {
@@ -124,8 +144,11 @@ func deps(dry, vm bool, stdout, stderr io.Writer) error {
 				updated = true
 			}
 			out, err := query("apt-cache", "depends", "linux-image-generic")
+			if errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
 			if err != nil {
-				return fmt.Errorf("apt-cache depends linux-image-generic: %v (no package linux-image-generic in the apt sources?)", err)
+				return fmt.Errorf("apt-cache depends linux-image-generic: %w (no package linux-image-generic in the apt sources?)", err)
 			}
 			deps = string(out)
 		}
@@ -139,7 +162,10 @@ func deps(dry, vm bool, stdout, stderr io.Writer) error {
 	}
 	var missing []string
 	for _, p := range pkgs {
-		_, ok := installedField(p, "${Package}")
+		_, ok, err := installedField(p, "${Package}")
+		if err != nil {
+			return err
+		}
 		if !ok {
 			missing = append(missing, p)
 		}
@@ -170,34 +196,44 @@ func deps(dry, vm bool, stdout, stderr io.Writer) error {
 }
 
 // arch is the Debian architecture of this machine: dpkg's word, else
-// Go's, which names amd64 and arm64 alike.
-func arch() string {
-	if out, err := query("dpkg", "--print-architecture"); err == nil {
-		if a := strings.TrimSpace(string(out)); a != "" {
-			return a
-		}
+// Go's, which names amd64 and arm64 alike. dpkg past its deadline is an
+// error.
+func arch() (string, error) {
+	out, err := query("dpkg", "--print-architecture")
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "", fmt.Errorf("reading the architecture: %w", err)
 	}
-	return runtime.GOARCH
+	if a := strings.TrimSpace(string(out)); err == nil && a != "" {
+		return a, nil
+	}
+	return runtime.GOARCH, nil
 }
 
 // installedField returns a dpkg-query field (e.g. "${Depends}") of pkg
 // and whether pkg is installed ("install ok installed": not merely
-// known, nor removed with its configuration files left).
-func installedField(pkg, field string) (string, bool) {
+// known, nor removed with its configuration files left). dpkg-query past
+// its deadline is an error; failing otherwise, pkg is not installed.
+func installedField(pkg, field string) (string, bool, error) {
 	out, err := query("dpkg-query", "-W", "-f", "${Status}\t"+field, pkg)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "", false, fmt.Errorf("checking whether %s is installed: %w", pkg, err)
+	}
 	if err != nil {
-		return "", false
+		return "", false, nil
 	}
 	status, value, _ := strings.Cut(string(out), "\t")
-	return value, status == "install ok installed"
+	return value, status == "install ok installed", nil
 }
 
 // checkCandidates fails, naming them, when some of pkgs have nothing apt
-// could install.
+// could install, or when apt-cache policy passes its deadline.
 func checkCandidates(pkgs []string, distro Distro, name string) error {
 	var none []string
 	for _, p := range pkgs {
-		out, _ := query("apt-cache", "policy", p)
+		out, err := query("apt-cache", "policy", p)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("checking apt's candidate for %s: %w", p, err)
+		}
 		if _, ok := Candidate(string(out)); !ok {
 			none = append(none, p)
 		}
@@ -213,13 +249,51 @@ func checkCandidates(pkgs []string, distro Distro, name string) error {
 		strings.Join(none, ", "), name, hint)
 }
 
-// aptUpdate refreshes the package lists.
+// aptUpdate refreshes the package lists, running apt-get update again
+// every lockRetry while another apt holds their lock, within
+// updateTimeout in all. LC_ALL=C keeps apt's messages in English, for
+// aptLocked.
 func aptUpdate(stderr io.Writer) error {
-	return sudo(stderr, updateTimeout, "apt-get", "-o", "DPkg::Lock::Timeout="+lockTimeout, "update", "-qq")
+	return retryLocked(stderr, updateTimeout, lockRetry, func(w io.Writer, timeout time.Duration) error {
+		return sudo(w, timeout, "env", "LC_ALL=C", "apt-get", "-o", "DPkg::Lock::Timeout="+lockTimeout, "update", "-qq")
+	})
+}
+
+// retryLocked calls run, which writes apt's output to w and must end
+// within the timeout it is given, until it succeeds or fails otherwise
+// than on apt's lock (aptLocked). It tries again after every, saying so
+// on stderr, only while that leaves time before its deadline, timeout
+// from now; past it the error wraps context.DeadlineExceeded.
+func retryLocked(stderr io.Writer, timeout, every time.Duration, run func(w io.Writer, timeout time.Duration) error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var out strings.Builder
+		err := run(io.MultiWriter(stderr, &out), time.Until(deadline))
+		if !aptLocked(out.String(), err) {
+			return err
+		}
+		if time.Until(deadline) <= every {
+			return fmt.Errorf("%w; apt's lock was still held at the %v deadline: %w", err, timeout, context.DeadlineExceeded)
+		}
+		fmt.Fprintf(stderr, "make deps: another apt (unattended-upgrades?) holds apt's lock; trying again in %v\n", every)
+		time.Sleep(every)
+	}
+}
+
+// aptLocked tells whether apt failed, with err, because another apt held
+// its lock: then it is worth trying again. apt exits 100 on every error,
+// so its message is the only sign; it is matched by text (in the C
+// locale) for that reason. A deadline is no lock.
+func aptLocked(output string, err error) bool {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return strings.Contains(output, "Could not get lock") || strings.Contains(output, "Unable to lock directory")
 }
 
 // query runs a read-only command and returns its standard output; past
-// queryTimeout it is stopped.
+// queryTimeout it is stopped and the error wraps
+// context.DeadlineExceeded.
 func query(args ...string) ([]byte, error) {
 	var out strings.Builder
 	err := runFor(queryTimeout, &out, io.Discard, args...)
@@ -227,7 +301,11 @@ func query(args ...string) ([]byte, error) {
 }
 
 // runFor runs a command with a deadline: past it the command gets
-// SIGTERM, and SIGKILL 10 s later, and the error says so.
+// SIGTERM, and SIGKILL 10 s later, when the wait for it ends (the
+// command, if it is sudo, may leave its child running), and the error
+// names the command and the deadline, wraps context.DeadlineExceeded and
+// keeps the command's own error. A command that succeeds is a success
+// even if the deadline passes as it ends.
 func runFor(timeout time.Duration, stdout, stderr io.Writer, args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -236,8 +314,11 @@ func runFor(timeout time.Duration, stdout, stderr io.Writer, args ...string) err
 	cmd.WaitDelay = 10 * time.Second
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
-	if ctx.Err() != nil {
-		return fmt.Errorf("%s: stopped after the %v deadline: %w", strings.Join(args, " "), timeout, context.DeadlineExceeded)
+	if err != nil && ctx.Err() != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%s: stopped after the %v deadline: %w", strings.Join(args, " "), timeout, err)
+		}
+		return fmt.Errorf("%s: stopped after the %v deadline: %w (%w)", strings.Join(args, " "), timeout, context.DeadlineExceeded, err)
 	}
 	return err
 }
