@@ -33,20 +33,26 @@ type remote struct {
 // not know included: a resolver may answer "no such host" for a name
 // that exists in a moment (a peer's service record not yet registered,
 // or a search domain's answer masking a temporary failure), and the
-// deadline is short (-rdma.timeout, 10 s by default). The error names
-// the last dial's cause.
+// deadline is short (-rdma.timeout, 10 s by default). The last try is at
+// the deadline; the error names the last cause that was not the dial's
+// own time running out (a refusal, an unknown name), if there was one.
 func dialPeer(addr, token string, timeout time.Duration) (*remote, error) {
 	deadline := time.Now().Add(timeout)
 	var conn net.Conn
-	var err error
+	var err, cause error
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		// A zero timeout would mean none: the last try gets at least 1 ms.
 		conn, err = net.DialTimeout("tcp", addr, max(time.Until(deadline), time.Millisecond))
 		if err == nil {
 			break
 		}
+		var ne net.Error
+		if cause == nil || !(errors.As(err, &ne) && ne.Timeout()) {
+			cause = err
+		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, fmt.Errorf("rdmatest: peer %s: no connection within %v: %w", addr, timeout, err)
+			return nil, fmt.Errorf("rdmatest: peer %s: no connection within %v: %w", addr, timeout, cause)
 		}
 		time.Sleep(min(wait, left))
 	}
