@@ -315,10 +315,10 @@ func runFor(timeout time.Duration, stdout, stderr io.Writer, args ...string) err
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
 	if err != nil && ctx.Err() != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s: stopped after the %v deadline: %w", strings.Join(args, " "), timeout, err)
+		if !errors.Is(err, context.DeadlineExceeded) { // the command's own error, kept
+			err = fmt.Errorf("%w (%w)", context.DeadlineExceeded, err)
 		}
-		return fmt.Errorf("%s: stopped after the %v deadline: %w (%w)", strings.Join(args, " "), timeout, context.DeadlineExceeded, err)
+		return fmt.Errorf("%s: stopped after the %v deadline: %w", strings.Join(args, " "), timeout, err)
 	}
 	return err
 }

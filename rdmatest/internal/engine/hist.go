@@ -196,8 +196,7 @@ func checkHlogDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("rdmatest: -rdma.hlog %q is not writable: %w", dir, err)
 	}
-	errs := []error{f.Close(), os.Remove(f.Name())}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(f.Close(), os.Remove(f.Name())); err != nil {
 		return fmt.Errorf("rdmatest: -rdma.hlog %q: the probe file: %w", dir, err)
 	}
 	return nil

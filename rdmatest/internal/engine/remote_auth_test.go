@@ -125,7 +125,7 @@ func TestDialPeerRetriesUntilTheDeadline(t *testing.T) {
 	require.Error(t, err)
 	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "retried until the deadline, not given up before it")
 	assert.Contains(t, err.Error(), "no connection within 300ms")
-	assert.ErrorIs(t, err, syscall.ECONNREFUSED, "the last dial's cause is kept")
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED, "the refusal is kept as the cause, not the last try's timeout")
 }
 
 // A name the resolver does not know is retried too (it may exist in a
