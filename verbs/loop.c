@@ -226,6 +226,23 @@ static int rb_take(rb_ctl *c, struct ibv_wc *wc, int got, uint64_t *covered, rb_
 	return recvs;
 }
 
+#ifdef RB_SLOW
+// rb_slow_pay is the self-check slowdown of a test-only build (Go build
+// tag rdmaslow; never in a normal build): it spins, without posting or
+// polling, until the time since `since` has grown by the factor
+// 1 + slow_ppm/10^6, and returns the clock at its end. The spin ends
+// early, returning -1 with RB_STOPPED, when the stop flag is set.
+static int64_t rb_slow_pay(rb_ctl *c, int64_t since, int64_t now) {
+	int64_t until = now + (now - since) * c->slow_ppm / 1000000;
+	for (unsigned spins = 1;; spins++) {
+		if (c->stop)
+			return rb_fail(c, RB_STOPPED), -1;
+		if (spins % 64 == 0 && (now = rb_clock_ns()) >= until)
+			return now;
+	}
+}
+#endif
+
 // rb_run_ping: see rdmatest's package documentation for what a sample is.
 int rb_run_ping(rb_ping *p) {
 	rb_ctl *c = &p->ctl;
@@ -315,6 +332,12 @@ int rb_run_ping(rb_ping *p) {
 			}
 		}
 		int64_t t1 = rb_clock_ns();
+#ifdef RB_SLOW
+		// The self-check build answers every round trip slower, inside
+		// the sample: samples, ns/op and msgs/s all move by the factor.
+		if (c->slow_ppm > 0 && (t1 = rb_slow_pay(c, t0, t1)) < 0)
+			return c->status;
+#endif
 		p->done_before++;
 		if (i >= 0) {
 			rb_hist_add(&p->hist, p->halve ? (t1 - t0) / 2 : t1 - t0);
@@ -551,6 +574,26 @@ static int64_t rb_stream_outstanding(rb_stream *s) {
 	return n;
 }
 
+#ifdef RB_SLOW
+// rb_stream_slow is the self-check slowdown of a stream (see
+// rb_slow_pay): every 8·qd·nqp messages it drains the queues (so that the
+// device cannot catch up during the pause) and then pauses for slow_ppm
+// of the time since the last pause. A stream so takes at least the
+// factor longer; the drains add a pipeline bubble each.
+static int rb_stream_slow(rb_stream *s) {
+	rb_ctl *c = &s->ctl;
+	for (int64_t out; (out = rb_stream_outstanding(s)) > 0;)
+		if (rb_stream_reap(s, RB_WAIT_SEND, out) < 0)
+			return -1;
+	int64_t now = rb_slow_pay(c, c->slow_mark, rb_clock_ns());
+	if (now < 0)
+		return -1;
+	c->slow_mark = now;
+	c->slow_ops = c->ops;
+	return 0;
+}
+#endif
+
 // rb_stream_post posts k WRs of QP qi's batch after waiting for room.
 static int rb_stream_post(rb_stream *s, int qi, int k) {
 	rb_ctl *c = &s->ctl;
@@ -568,6 +611,10 @@ static int rb_stream_post(rb_stream *s, int qi, int k) {
 				return -1;
 		}
 	}
+#ifdef RB_SLOW
+	if (c->slow_ppm > 0 && c->ops - c->slow_ops >= 8 * (int64_t)s->qd * s->nqp && rb_stream_slow(s) != 0)
+		return -1;
+#endif
 	while (q->posted - q->done + (uint64_t)k > (uint64_t)s->qd)
 		if (rb_stream_reap(s, RB_WAIT_SEND, rb_stream_outstanding(s)) < 0)
 			return -1;
@@ -621,6 +668,10 @@ int rb_run_stream(rb_stream *s) {
 	if (s->gate && s->opens_gate)
 		*s->gate = 1;
 	s->t_start = rb_clock_ns();
+#ifdef RB_SLOW
+	c->slow_mark = s->t_start;
+	c->slow_ops = 0;
+#endif
 	int qi = 0;
 	for (int64_t left = s->n; left > 0;) {
 		if (c->stop)
@@ -650,6 +701,10 @@ int rb_run_stream(rb_stream *s) {
 	for (int64_t out; (out = rb_stream_outstanding(s)) > 0;)
 		if (rb_stream_reap(s, RB_WAIT_SEND, out) < 0)
 			return c->status;
+#ifdef RB_SLOW
+	if (c->slow_ppm > 0 && rb_stream_slow(s) != 0)
+		return c->status;
+#endif
 	// A bidir stream's side keeps its receives stocked until the other
 	// side's messages have all arrived.
 	while (c->recvs < s->expect_recvs)

@@ -61,6 +61,10 @@ typedef struct {
 	int64_t ops;               // operations completed (messages, round trips)
 	int64_t recvs;             // receive completions seen (passive side)
 	int64_t t_recv_last;       // when a poll last returned receives (sink)
+	// The self-check slowdown (built only with -DRB_SLOW, the Go build
+	// tag rdmaslow): the ping and stream loops take slow_ppm/10^6 longer
+	// (see rb_slow_pay in loop.c). Unused, and 0, in every other build.
+	int64_t slow_ppm, slow_mark, slow_ops;
 } rb_ctl;
 
 // rb_rq keeps one receive queue (a QP's, or an SRQ when srq is set)

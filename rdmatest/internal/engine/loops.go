@@ -171,6 +171,7 @@ func threadPreemptions() int64 {
 // b, with the passive side's error added.
 func measure(b *testing.B, d *Dev, l *verbs.Loop, cpu int, resp *responder, after func() error) (verbs.LoopResult, *Recorder, *region) {
 	b.Helper()
+	slowdown(b, l)
 	before := beforeRun(b, d)
 	res, err := timedRun(l, cpu, b.ResetTimer)
 	b.StopTimer()

@@ -131,6 +131,7 @@ func Config() [][2]string {
 		d.Close()
 	}
 	cfg = append(cfg, [2]string{"kernel", kernelRelease()}, [2]string{"rdma-core", rdmaCoreVersion()})
+	cfg = append(cfg, slowConfig()...)
 	if os.Getenv("RDMA_IN_VM") == "1" {
 		cfg = append(cfg, [2]string{"rdma-host", "qemu-vm"})
 	}

@@ -101,7 +101,9 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		defer m.Stop()
 	}
 
+	slowdown(b, a)
 	if mirror != nil {
+		slowdown(b, mirror.loop)
 		mirror.begin() // it waits (in C) for A's first post
 	}
 	before := beforeRun(b, d)
