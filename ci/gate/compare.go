@@ -58,6 +58,15 @@ type Options struct {
 	// because one comparison tests dozens of benchmarks: at p ≤ 0.05
 	// each, two runs of the same build would fail most of the time.
 	NoCorrection bool
+	// Paired: OLD's and NEW's runs of a benchmark were made in adjacent
+	// pairs, in file order (make compare's interleaving): a benchmark
+	// whose adjacent runs are correlated (Spearman ρ ≥ PairRho) is tested
+	// paired (signed-rank test on the pairs' log ratios).
+	Paired bool
+	// Detect is the worsening every benchmark must be able to see: one
+	// whose Family.Detectable exceeds it is UNDECIDED, not a pass (0 or
+	// Off: no such requirement).
+	Detect float64
 	// Named are the units the user gave thresholds for (-unit-threshold):
 	// one that no row has is a warning (a typo has no effect otherwise).
 	Named []string
@@ -123,6 +132,12 @@ type Row struct {
 	// Threshold is the fraction (absolute amount when Abs) applied to
 	// this row; Off if disabled.
 	Threshold float64
+	// Paired: PWorse and PBetter come from the signed-rank test of the
+	// pairs (the benchmark's Family.Paired).
+	Paired bool
+	// blind is the benchmark's Family.Detectable when it is UNDECIDED
+	// for seeing no less than -detect (0 otherwise).
+	blind float64
 	// Family is the index in Report.Families of the benchmark test the
 	// row takes part in, -1 if none.
 	Family int
@@ -268,6 +283,7 @@ func Compare(old, cur *Set, opt Options) *Report {
 		}
 	}
 	rep.testBenchmarks(old, cur)
+	rep.markBlind()
 	for i := range rep.Rows {
 		row := &rep.Rows[i]
 		row.Verdict = rep.verdict(*row)
@@ -344,6 +360,16 @@ func (r *Report) verdict(row Row) Verdict {
 		return Undecided
 	}
 	return NoChange
+}
+
+// markBlind records, in the rows of the benchmarks UNDECIDED for
+// -detect, what their benchmark can see.
+func (r *Report) markBlind() {
+	for i := range r.Rows {
+		if f := r.Rows[i].Family; f >= 0 && r.Families[f].Blind {
+			r.Rows[i].blind = r.Families[f].Detectable
+		}
+	}
 }
 
 // absVerdict classifies a B/op or allocs/op row by the change of its

@@ -101,11 +101,6 @@ func (s sim) draw(n, slow int, worse float64) *Set {
 	return out
 }
 
-func median(vals []float64) float64 {
-	sorted := slices.Sorted(slices.Values(vals))
-	return (sorted[(len(sorted)-1)/2] + sorted[len(sorted)/2]) / 2
-}
-
 // worseBy is how much worse (as Row.Worse measures it) a unit of
 // direction better is when its benchmark is slower by the factor s.
 func worseBy(better int, s float64) float64 {

@@ -33,8 +33,30 @@ type Family struct {
 	// Improved: PBetter ≤ Report.Lone (shown only).
 	Improved bool
 	// Undecided: even runs that do not overlap at all could not reach
-	// Level (Tests·MinP(N1, N2) > Level).
+	// Level (Tests·MinP(N1, N2) > Level), or (Blind) the benchmark
+	// cannot see the worsening Options.Detect asks for.
 	Undecided bool
+	// Paired: the rows were tested with the signed-rank test on the
+	// adjacent runs' log ratios (Options.Paired and Rho ≥ PairRho);
+	// otherwise with the Mann-Whitney U test.
+	Paired bool
+	// Rho is the Spearman correlation of the adjacent OLD and NEW runs of
+	// the primary unit (NaN when the runs are not paired).
+	Rho float64
+	// Detectable is the smallest of the rows' Detectable: a slowdown of
+	// the whole benchmark (every unit worse by it) above it fails the
+	// gate for sure.
+	Detectable float64
+	// Blind: Detectable > Options.Detect, and not Significant.
+	Blind bool
+}
+
+// minP is the smallest p-value one of the family's tests can produce.
+func (f *Family) minP() float64 {
+	if f.Paired {
+		return MinPPaired(f.N1)
+	}
+	return MinP(f.N1, f.N2)
 }
 
 // testBenchmarks groups the gated relative rows into one Family per
@@ -58,7 +80,18 @@ func (r *Report) testBenchmarks(old, cur *Set) {
 		byKey[row.Key] = append(byKey[row.Key], i)
 	}
 	for _, k := range keys {
-		r.addFamily(k, byKey[k])
+		rows := byKey[k]
+		paired, rho := r.pairing(rows)
+		if paired {
+			for _, i := range rows {
+				row := &r.Rows[i]
+				row.Paired = true
+				row.PWorse, row.PBetter = pairedSided(row.old, row.cur, row.Better)
+			}
+		}
+		r.addFamily(k, rows)
+		f := &r.Families[len(r.Families)-1]
+		f.Paired, f.Rho = paired, rho
 	}
 
 	r.Lone = r.level(len(r.Families), 0)
@@ -66,16 +99,21 @@ func (r *Report) testBenchmarks(old, cur *Set) {
 	for i := range r.Families {
 		f := &r.Families[i]
 		f.Improved = f.PBetter <= r.Lone
-		f.Undecided = !f.Significant && float64(f.Tests)*MinP(f.N1, f.N2) > f.Level
+		f.Undecided = !f.Significant && float64(f.Tests)*f.minP() > f.Level
 		if f.Significant {
 			r.holm(f)
 		}
 		if r.Opt.skipPower {
 			continue
 		}
+		f.Detectable = Off
 		for _, i := range f.Rows {
 			row := &r.Rows[i]
 			row.Detectable = r.detectable(*row, r.Lone/float64(f.Tests))
+			f.Detectable = min(f.Detectable, row.Detectable)
+		}
+		if d := r.Opt.Detect; d > 0 && d != Off && !f.Significant && !f.Undecided && f.Detectable > d {
+			f.Blind, f.Undecided = true, true
 		}
 	}
 	for i := range r.Rows {
@@ -150,7 +188,7 @@ func cmpFloat(a, b float64) int {
 
 // addFamily adds the family of rows (all of one benchmark, same runs).
 func (r *Report) addFamily(key Key, rows []int) {
-	f := Family{Key: key, Rows: rows, N1: len(r.Rows[rows[0]].old), N2: len(r.Rows[rows[0]].cur), P: 1, PBetter: 1}
+	f := Family{Key: key, Rows: rows, N1: len(r.Rows[rows[0]].old), N2: len(r.Rows[rows[0]].cur), P: 1, PBetter: 1, Rho: math.NaN()}
 	var seen [][]float64
 	for _, i := range rows {
 		row := &r.Rows[i]
@@ -267,6 +305,27 @@ func (r *Report) detectable(row Row, level float64) float64 {
 	detected := func(w float64) bool {
 		p, _ := oneSided(row.old, slowed(row, w), row.Better)
 		return p <= level
+	}
+	if row.Paired {
+		// The pairs' log ratios, centred on their median (the observed
+		// difference removed), then moved by w.
+		d := logRatios(row.old, row.cur, row.Better, 0)
+		if d == nil {
+			return Off
+		}
+		med := median(d)
+		detected = func(w float64) bool {
+			s := math.Log1p(w)
+			if row.Better > 0 {
+				s = -math.Log1p(-w)
+			}
+			moved := make([]float64, len(d))
+			for i, v := range d {
+				moved[i] = v - med + s
+			}
+			p, _ := signedRank(moved)
+			return p <= level
+		}
 	}
 	hi := 1e6 // lower is better: up to a million times slower
 	if row.Better > 0 {

@@ -128,6 +128,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ignore := fs.String("ignore-config", "cpu,rdma-node-guid", "comma-separated file configuration keys not used for pairing")
 	allowMissing := fs.Bool("allow-missing", false, "do not fail when a benchmark of OLD is missing in NEW")
 	allowUndecided := fs.Bool("allow-undecided", false, "do not fail (exit 3) when there are too few runs to decide")
+	paired := fs.Bool("paired", false, "OLD's and NEW's runs of each benchmark were made in adjacent pairs, in file order (make compare): test correlated benchmarks paired")
+	detect := fs.String("detect", "25%", "the worsening every benchmark must be able to see: one that cannot is UNDECIDED (exit 3), not a pass; off: no requirement")
 	noCorrection := fs.Bool("no-correction", false, "test every benchmark at -alpha on its own instead of the Holm–Šidák correction over all benchmarks")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gate [flags] OLD NEW\n\nExit: 0 ok, 1 regression/missing, 2 bad input or usage, 3 undecided (too few runs).\n\n")
@@ -149,6 +151,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ExitInput
 	}
 	opt.NoCorrection = *noCorrection
+	opt.Paired = *paired
+	if opt.Detect, err = ParsePercent(*detect); err != nil {
+		fmt.Fprintf(stderr, "gate: -detect: %v\n", err)
+		return ExitInput
+	}
 	ign := make(map[string]bool)
 	for k := range strings.SplitSeq(*ignore, ",") {
 		if k = strings.TrimSpace(k); k != "" {
@@ -221,13 +228,17 @@ func resultText(code int, rep *Report) string {
 	case ExitRegression:
 		return fmt.Sprintf("FAIL: %d regressions, %d missing in NEW", len(rep.Regressions()), len(rep.Missing))
 	case ExitUndecided:
-		need := 0
+		few, blind := 0, 0
 		for _, f := range rep.Families {
-			if f.Undecided {
-				need = max(need, RunsNeeded(f.Tests, f.Level))
+			switch {
+			case f.Blind:
+				blind++
+			case f.Undecided:
+				few++
 			}
 		}
-		return fmt.Sprintf("CANNOT DECIDE: %d rows with too few runs; %d runs per side needed (-count, or -allow-undecided)", len(rep.Undecided()), need)
+		return fmt.Sprintf("CANNOT DECIDE: no regression found, but %d of %d benchmarks are UNDECIDED (%d too noisy to see %s, %d with too few runs; -allow-undecided accepts this)",
+			few+blind, len(rep.Families), blind, pct(rep.Opt.Detect), few)
 	}
 	return "ERROR: nothing gated to compare (no shared benchmark with a unit of known direction and a threshold)"
 }

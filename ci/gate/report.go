@@ -33,6 +33,9 @@ func (r Row) Label() string {
 	case Disabled:
 		return "not gated: threshold off"
 	case Undecided:
+		if r.blind > 0 {
+			return fmt.Sprintf("UNDECIDED: the benchmark sees only slowdowns above %s, more than -detect", pct(r.blind))
+		}
 		return "UNDECIDED: too few runs for the benchmark's test"
 	case Regression:
 		return fmt.Sprintf("REGRESSION: worse by %s > %s", r.worseText(), r.thresholdText())
@@ -67,6 +70,15 @@ func (r Row) deltaText() string {
 		return s + " " + r.Unit
 	}
 	return signedPct(r.Delta)
+}
+
+// pText is the table's p column: the two-sided U test of the row alone,
+// or for a paired row the two-sided signed-rank test of its pairs.
+func (r Row) pText() string {
+	if !r.Paired {
+		return r.Cmp.String()
+	}
+	return fmt.Sprintf("p=%.3f n=%d pairs", min(1, 2*min(r.PWorse, r.PBetter)), len(r.old))
 }
 
 // detectableText is Detectable for the table: "-" for rows not gated.
@@ -130,7 +142,7 @@ func (r *Report) WriteTable(w io.Writer, oldPath, newPath string) error {
 			row.Key.Name, row.Unit,
 			FormatValue(row.Old.Center), row.Old.PctRangeString(),
 			FormatValue(row.New.Center), row.New.PctRangeString(),
-			row.deltaText(), row.Cmp.String(), row.detectableText(), row.Label())
+			row.deltaText(), row.pText(), row.detectableText(), row.Label())
 	}
 	return tw.Flush()
 }
@@ -190,11 +202,16 @@ func (r *Report) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "new in NEW (not gated): %s\n", k.Name)
 	}
 	for _, f := range r.Families {
-		if f.Undecided {
+		switch {
+		case f.Blind:
+			fmt.Fprintf(w, "UNDECIDED: %s: n=%d+%d runs, %s: it sees only a slowdown above %s of the whole benchmark, more than -detect %s (too noisy: more runs, or a quieter machine)\n",
+				f.Key.Name, f.N1, f.N2, f.testName(), pct(f.Detectable), pct(r.Opt.Detect))
+		case f.Undecided:
 			fmt.Fprintf(w, "UNDECIDED: %s: n=%d+%d runs: its smallest possible p %.2g (%d tests × %.2g) > %.3g (the level it was tested at); needs %d runs per side (-count)\n",
-				f.Key.Name, f.N1, f.N2, float64(f.Tests)*MinP(f.N1, f.N2), f.Tests, MinP(f.N1, f.N2), f.Level, RunsNeeded(f.Tests, f.Level))
+				f.Key.Name, f.N1, f.N2, float64(f.Tests)*f.minP(), f.Tests, f.minP(), f.Level, RunsNeeded(f.Tests, f.Level))
 		}
 	}
+	r.writeDecidable(w)
 	r.writePower(w)
 	if len(r.UnknownUnits) > 0 {
 		fmt.Fprintf(w, "not gated, direction unknown (declare with a \"Unit <unit> better=lower|higher\" line): %s\n",
@@ -203,6 +220,46 @@ func (r *Report) WriteSummary(w io.Writer) {
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "note: %s\n", warn)
 	}
+}
+
+// writeDecidable prints how many benchmarks can see -detect, and which
+// test each benchmark got when the runs are paired.
+func (r *Report) writeDecidable(w io.Writer) {
+	if len(r.Families) == 0 || r.Opt.skipPower {
+		return
+	}
+	ds := make([]float64, 0, len(r.Families))
+	blind, paired := 0, 0
+	for _, f := range r.Families {
+		ds = append(ds, f.Detectable)
+		if f.Blind {
+			blind++
+		}
+		if f.Paired {
+			paired++
+		}
+	}
+	slices.Sort(ds)
+	if d := r.Opt.Detect; d > 0 && d != Off {
+		fmt.Fprintf(w, "decidable: %d of %d benchmarks see a slowdown of %s (-detect); smallest slowdown seen for sure, median over the benchmarks %s, largest %s\n",
+			len(r.Families)-blind, len(r.Families), pct(d), pct(ds[len(ds)/2]), pct(ds[len(ds)-1]))
+	}
+	if !r.Opt.Paired {
+		return
+	}
+	fmt.Fprintf(w, "tests (-paired): %d benchmarks paired (Wilcoxon signed-rank on the adjacent runs' log ratios, Spearman ρ ≥ %.2g), %d unpaired (Mann-Whitney U):\n",
+		paired, PairRho, len(r.Families)-paired)
+	for _, f := range r.Families {
+		fmt.Fprintf(w, "  %s: %s, ρ=%.2f, p=%.3g at level %.3g, sees %s\n", f.Key.Name, f.testName(), f.Rho, f.P, f.Level, pct(f.Detectable))
+	}
+}
+
+// testName names the family's test.
+func (f *Family) testName() string {
+	if f.Paired {
+		return "paired signed-rank"
+	}
+	return "unpaired U"
 }
 
 // writePower prints, per gated unit, the largest worsening that would

@@ -18,7 +18,8 @@ func fakeBinary(t *testing.T, dir, label string, fail bool) string {
 	body := "#!/bin/sh\n" +
 		"echo \"" + label + " $*\" >> " + filepath.Join(dir, "calls.log") + "\n" +
 		"echo 'goos: linux'\necho 'Unit p99-ns better=lower'\n" +
-		"echo 'BenchmarkFake/size=8-2 100 1000 ns/op 1500 p99-ns'\necho PASS\n"
+		"echo 'BenchmarkFake/size=8-2 100 1000 ns/op 1500 p99-ns'\n" +
+		"echo 'BenchmarkFake/size=1.5(x)-2 100 1000 ns/op 1500 p99-ns'\necho PASS\n"
 	if fail {
 		body += "echo 'panic: boom' >&2\nexit 1\n"
 	}
@@ -34,7 +35,7 @@ func runInterleave(t *testing.T, args ...string) (int, string) {
 		t.Skip("bash not installed")
 	}
 	cmd := exec.Command(bash, append([]string{"../interleave.sh"}, args...)...)
-	cmd.Env = append(os.Environ(), "BENCHTIME=3x")
+	cmd.Env = append(os.Environ(), "BENCHTIME=3x", "BLOCK=2")
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode(), string(out)
@@ -54,20 +55,29 @@ func TestInterleaveScript(t *testing.T) {
 	calls, err := os.ReadFile(filepath.Join(dir, "calls.log"))
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
-	require.Len(t, lines, 6)
-	assert.Contains(t, log, "ABBA order over 3 rounds: old new new old old new")
-	for i, l := range lines {
-		label := []string{"old", "new", "new", "old", "old", "new"}[i]
-		assert.Equal(t, label+" -test.run ^$ -test.bench ^BenchmarkFake$ -test.count 1 -test.benchtime 3x", l, "call %d", i)
+	list := " -test.run ^$ -test.bench ^BenchmarkFake$ -test.count 1 -test.benchtime 1x"
+	want := []string{"old" + list, "new" + list}
+	// Each benchmark alone, exactly: 3 runs per side in blocks of 2,
+	// ABBA by block within the benchmark.
+	for _, pattern := range []string{`^BenchmarkFake$/^size=8$`, `^BenchmarkFake$/^size=1\.5\(x\)$`} {
+		for _, c := range []struct{ label, runs string }{{"old", "2"}, {"new", "2"}, {"new", "1"}, {"old", "1"}} {
+			want = append(want, c.label+" -test.run ^$ -test.bench "+pattern+" -test.count "+c.runs+" -test.benchtime 3x")
+		}
 	}
+	assert.Equal(t, want, lines)
+	assert.Contains(t, log, "2 benchmarks")
+	listed, err := os.ReadFile(filepath.Join(out, "list.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "BenchmarkFake/size=8\nBenchmarkFake/size=1.5(x)\n", string(listed))
 	for _, side := range []string{"old", "new"} {
 		data, err := os.ReadFile(filepath.Join(out, side+".txt"))
 		require.NoError(t, err)
-		assert.Equal(t, 3, strings.Count(string(data), "BenchmarkFake/size=8-2"), side)
+		// The fake prints both benchmarks on every call: 4 calls a side.
+		assert.Equal(t, 4, strings.Count(string(data), "BenchmarkFake/size=8-2"), side)
 		// The appended output is valid gate input.
 		s, err := ReadFile(filepath.Join(out, side+".txt"), nil)
 		require.NoError(t, err)
-		assert.Len(t, s.Benches[s.Order[0]].Samples["p99-ns"], 3)
+		assert.Len(t, s.Benches[s.Order[0]].Samples["p99-ns"], 4)
 	}
 }
 
@@ -79,7 +89,7 @@ func TestInterleaveScriptOneSide(t *testing.T) {
 	require.Equal(t, 0, code, log)
 	data, err := os.ReadFile(filepath.Join(out, "new.txt"))
 	require.NoError(t, err)
-	assert.Equal(t, 2, strings.Count(string(data), "BenchmarkFake"))
+	assert.Equal(t, 2*2, strings.Count(string(data), "BenchmarkFake"), "one block (2 runs) of each of 2 benchmarks, each call printing both")
 }
 
 func TestInterleaveScriptFailure(t *testing.T) {
@@ -87,11 +97,11 @@ func TestInterleaveScriptFailure(t *testing.T) {
 	oldBin, newBin := fakeBinary(t, dir, "old", false), fakeBinary(t, dir, "new", true)
 	code, log := runInterleave(t, oldBin, newBin, filepath.Join(dir, "out"), "3", ".")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, log, "new run failed")
+	assert.Contains(t, log, "new listing pass (-test.benchtime 1x) failed")
 	assert.Contains(t, log, "panic: boom")
 	calls, err := os.ReadFile(filepath.Join(dir, "calls.log"))
 	require.NoError(t, err)
-	assert.Equal(t, 2, strings.Count(string(calls), "\n"), "stops after the failing run")
+	assert.Equal(t, 2, strings.Count(string(calls), "\n"), "stops after the failing listing pass")
 }
 
 func TestInterleaveScriptUsage(t *testing.T) {
