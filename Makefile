@@ -73,17 +73,24 @@ bench: build
 	@echo; echo "make bench: results in results/bench-$(STAMP).txt (histograms in results/bench-$(STAMP)-hlog/;" \
 		"all units: go run golang.org/x/perf/cmd/benchstat results/bench-$(STAMP).txt)"
 
-# make compare OLD=<ref|file> NEW=<ref|file>: interleaved A/B runs (ABBA
-# order) in one device session, then the regression gate. COMPARE_COUNT
-# rounds (runs per side): the gate needs 8 per side to decide on the
-# default matrix (47 benchmarks) at all; 12 catch one benchmark 20%
-# slower in 96% of simulated comparisons on rxe's spread (go doc
-# ./ci/gate). COUNT=... on the command line overrides it.
+# make compare OLD=<ref|file> NEW=<ref|file>: both builds run against
+# each other one benchmark at a time in one device session, COMPARE_COUNT
+# runs per side of -benchtime COMPARE_BENCHTIME, in blocks of
+# COMPARE_BLOCK runs alternating ABBA within the benchmark (so that the
+# two sides' runs are seconds apart; docs/compare.md), then the
+# regression gate with paired runs and -detect 25%: exit 0 pass, 1
+# regression, 3 some benchmark cannot see 25% (UNDECIDED). COUNT=...,
+# BENCHTIME=... on the command line override the first two.
+# make compare SLOW='25%:REGEX' builds NEW with the self-check slowdown
+# of the benchmarks REGEX matches (the gate must catch them).
 OLD ?= HEAD
 NEW ?= HEAD
-COMPARE_COUNT ?= $(if $(filter command line environment,$(origin COUNT)),$(COUNT),12)
+SLOW ?=
+COMPARE_COUNT ?= $(if $(filter command line environment,$(origin COUNT)),$(COUNT),16)
+COMPARE_BENCHTIME ?= $(if $(filter command line environment,$(origin BENCHTIME)),$(BENCHTIME),0.1s)
+COMPARE_BLOCK ?= 4
 compare: build
-	BENCH='$(BENCH)' COUNT='$(COMPARE_COUNT)' BENCHTIME='$(BENCHTIME)' GATEFLAGS='$(GATEFLAGS)' bash ci/compare.sh '$(OLD)' '$(NEW)'
+	BENCH='$(BENCH)' COUNT='$(COMPARE_COUNT)' BLOCK='$(COMPARE_BLOCK)' BENCHTIME='$(COMPARE_BENCHTIME)' GATEFLAGS='$(GATEFLAGS)' SLOW='$(SLOW)' bash ci/compare.sh '$(OLD)' '$(NEW)'
 
 # make plots RESULTS=results/bench-….txt: SVG and PNG charts next to it;
 # prints the SVG paths (a PNG beside each) and their count.

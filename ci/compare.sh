@@ -8,25 +8,34 @@
 #
 # For each ref: `git worktree add` it under .cache/compare/<run>/, build
 # `go test -c ./bench_test` there on the host, then run both binaries
-# interleaved in ABBA order (old, new, new, old, old, new, ...; the log
-# shows it) in ONE runner boot:
+# against each other one benchmark at a time, in blocks of BLOCK runs
+# that alternate ABBA within the benchmark (ci/interleave.sh; the log
+# shows it), in ONE runner boot:
 #   $RUNNER bash ci/interleave.sh BIN_OLD BIN_NEW OUTDIR COUNT BENCH
+# and gate the result with -paired (runs of the two sides made a block
+# apart are pairs; go doc ./ci/gate). With a results file on either side
+# the runs are not paired.
 # Everything lives under the repo's .cache/compare/<run>/ (the runner's
 # read-write share; /tmp is a fresh tmpfs inside the VM): old.txt,
 # new.txt, *.stderr, meta.txt (resolved commits, settings) and gate.txt.
 #
 # Environment:
 #   BENCH       -test.bench regex              (default .)
-#   COUNT       interleaved rounds = runs per side (default 12; the gate
-#               needs 8 per side to decide on make bench's default matrix
-#               of 47 benchmarks and says how many when it cannot)
-#   BENCHTIME   -test.benchtime per run        (default 1s)
+#   COUNT       runs per side of each benchmark (default 16)
+#   BLOCK       runs per invocation (default 4)
+#   BENCHTIME   -test.benchtime per run        (default 0.1s)
 #   BENCHARGS   extra test binary flags        (default none)
 #   GATEFLAGS   flags for ci/gate, e.g. "-threshold 10% -allow-missing"
 #   RUNNER      command prefix that provides the RDMA device
 #               (default "go run ./loopback/cmd/rxevm $RXEVM_FLAGS --";
 #               set it empty to run on this host directly)
 #   RXEVM_FLAGS flags for rxevm                (default "-timeout 3h")
+#   SLOW        the gate's self-check: NEW (a git ref) is built with the
+#               test-only tag rdmaslow, whose ping and stream loops run
+#               slower in the benchmarks SLOW names, "PCT:REGEX" (e.g.
+#               "25%:^BenchmarkWriteLat/transport=RC/size=8/inline=false$";
+#               go doc ./rdmatest/internal/engine, slowSpec). The gate
+#               must then name them.
 #   KEEP_WORKTREES=1 keeps the worktrees for inspection.
 #
 # Exit status: the gate's (0 pass, 1 regression or missing, 2 bad input,
@@ -51,8 +60,10 @@ done
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 BENCH=${BENCH:-.}
-COUNT=${COUNT:-12}
-BENCHTIME=${BENCHTIME:-1s}
+COUNT=${COUNT:-16}
+BENCHTIME=${BENCHTIME:-0.1s}
+SLOW=${SLOW:-}
+export BLOCK=${BLOCK:-4}
 GATEFLAGS=${GATEFLAGS:-}
 RXEVM_FLAGS=${RXEVM_FLAGS:--timeout 3h}
 RUNNER=${RUNNER-go run ./loopback/cmd/rxevm $RXEVM_FLAGS --}
@@ -89,20 +100,33 @@ prepare() {
 	log "$label: building $arg ($commit)"
 	git worktree add --detach "$work/src-$label" "$commit" >/dev/null
 	worktrees+=("$work/src-$label")
-	if ! (cd "$work/src-$label" && go test -c -o "$work/$label.test" ./bench_test); then
+	local build=(go test -c -o "$work/$label.test")
+	if [[ $label == new && -n $SLOW ]]; then
+		build+=(-tags rdmaslow -ldflags "-X github.com/rdmabench/rdmabench/rdmatest/internal/engine.slowSpec=$SLOW")
+		log "new: the self-check build: benchmarks matching ${SLOW#*:} run ${SLOW%%:*} slower"
+	fi
+	if ! (cd "$work/src-$label" && "${build[@]}" ./bench_test); then
 		log "$label: go test -c ./bench_test failed at $arg"
 		exit 2
 	fi
 	printf -v "bin_$label" '%s' "$work/$label.test"
 	printf -v "res_$label" '%s' "$work/$label.txt"
-	echo "$label: git $arg = $commit" >>"$work/meta.txt"
+	echo "$label: git $arg = $commit${SLOW:+ (self-check build: $SLOW slower)}" >>"$work/meta.txt"
 }
 
+if [[ -n $SLOW && ! $SLOW =~ ^[0-9.]+%?:.+ ]]; then
+	log "SLOW='$SLOW': want PCT:REGEX, e.g. 25%:^BenchmarkWriteLat/"
+	exit 2
+fi
 prepare old "${args[0]}"
 prepare new "${args[1]}"
+if [[ -n $SLOW && $bin_new == - ]]; then
+	log "SLOW needs NEW to be a git ref (it is built with the self-check tag), not a results file"
+	exit 2
+fi
 {
 	echo "go: $(go version)"
-	echo "BENCH=$BENCH COUNT=$COUNT BENCHTIME=$BENCHTIME BENCHARGS=$BENCHARGS GATEFLAGS=$GATEFLAGS"
+	echo "BENCH=$BENCH COUNT=$COUNT BLOCK=$BLOCK BENCHTIME=$BENCHTIME BENCHARGS=$BENCHARGS GATEFLAGS=$GATEFLAGS SLOW=$SLOW"
 	echo "RUNNER=$RUNNER"
 } >>"$work/meta.txt"
 
@@ -110,7 +134,7 @@ log "building the gate"
 go build -o "$work/gate" ./ci/gate # a binary: `go run` turns every failure into exit 1
 
 if [[ $bin_old != - || $bin_new != - ]]; then
-	log "running $COUNT interleaved rounds (ABBA order) of -test.bench '$BENCH' (results in $work)"
+	log "running $COUNT runs per side of each benchmark of -test.bench '$BENCH', in blocks of $BLOCK, ABBA within the benchmark (results in $work)"
 	rc=0
 	# shellcheck disable=SC2086 # RUNNER is a command prefix.
 	$RUNNER bash ci/interleave.sh "$bin_old" "$bin_new" "$work" "$COUNT" "$BENCH" || rc=$?
@@ -120,9 +144,14 @@ if [[ $bin_old != - || $bin_new != - ]]; then
 	fi
 fi
 
+# Paired runs only when both sides ran here; the self-check build's
+# results carry a configuration line of their own.
+pre=()
+[[ $bin_old != - && $bin_new != - ]] && pre+=(-paired)
+[[ -n $SLOW ]] && pre+=(-ignore-config cpu,rdma-node-guid,rdma-selfcheck-slowdown)
 rc=0
 # shellcheck disable=SC2086 # GATEFLAGS is a list of flags.
-"$work/gate" $GATEFLAGS "$res_old" "$res_new" >"$work/gate.txt" || rc=$?
+"$work/gate" "${pre[@]}" $GATEFLAGS "$res_old" "$res_new" >"$work/gate.txt" || rc=$?
 cat "$work/gate.txt"
 log "results, gate report and meta.txt in $work"
 exit "$rc"
