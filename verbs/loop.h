@@ -64,7 +64,7 @@ typedef struct {
 	// The self-check slowdown (built only with -DRB_SLOW, the Go build
 	// tag rdmaslow): the ping and stream loops take slow_ppm/10^6 longer
 	// (see rb_slow_pay in loop.c). Unused, and 0, in every other build.
-	int64_t slow_ppm, slow_mark, slow_ops;
+	int64_t slow_ppm;
 } rb_ctl;
 
 // rb_rq keeps one receive queue (a QP's, or an SRQ when srq is set)
