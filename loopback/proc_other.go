@@ -3,6 +3,7 @@
 package loopback
 
 import (
+	"context"
 	"os"
 	"syscall"
 )
@@ -14,3 +15,5 @@ func lockDir(dir string) (*os.File, error) { return os.Create(dir + "/" + lockNa
 func unlocked(dir string) bool { return false }
 
 func checkXattr(dir string) error { return nil }
+
+func pinVCPUs(context.Context, int, int) string { return "vCPUs not pinned: not Linux" }

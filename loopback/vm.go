@@ -337,6 +337,8 @@ func (vm *VM) QemuArgs(initrd string, consoleFD, outputFD int) []string {
 	args := []string{
 		"-accel", accel, "-cpu", cpu,
 		"-m", strconv.Itoa(mem), "-smp", strconv.Itoa(cpus),
+		// Named vCPU threads ("CPU n/TCG"): Run pins them (pinVCPUs).
+		"-name", "rxevm,debug-threads=on",
 		"-nodefaults", "-display", "none", "-no-reboot", "-nic", "none",
 		"-kernel", vm.Kernel, "-initrd", initrd,
 		// Keep the command line short: a long one panics the kernel
@@ -445,6 +447,20 @@ func (vm *VM) Run(ctx context.Context, job Job, out io.Writer) (int, error) {
 	outW.Close()
 	if err != nil {
 		return -1, fmt.Errorf("loopback: starting qemu: %w", err)
+	}
+	// A single guest's vCPUs get a host CPU each; a pair's two guests
+	// share the host's CPUs, and neither is pinned.
+	if vm.NIC == nil {
+		cpus := vm.CPUs
+		if cpus <= 0 {
+			cpus = defaultCPUs
+		}
+		go func() {
+			msg := pinVCPUs(ctx, cmd.Process.Pid, cpus)
+			if vm.Console != nil {
+				fmt.Fprintf(vm.Console, "rxevm: %s\n", msg)
+			}
+		}()
 	}
 
 	// Both readers drain their pipe to the end whatever happens to the
