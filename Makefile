@@ -82,7 +82,8 @@ bench: build
 # regression, 3 some benchmark cannot see 25% (UNDECIDED). COUNT=...,
 # BENCHTIME=... on the command line override the first two.
 # make compare SLOW='25%:REGEX' builds NEW with the self-check slowdown
-# of the benchmarks REGEX matches (the gate must catch them).
+# of the benchmarks REGEX matches (the gate must catch them); REGEX is
+# passed as written ($ needs no doubling).
 OLD ?= HEAD
 NEW ?= HEAD
 SLOW ?=
@@ -90,7 +91,7 @@ COMPARE_COUNT ?= $(if $(filter command line environment,$(origin COUNT)),$(COUNT
 COMPARE_BENCHTIME ?= $(if $(filter command line environment,$(origin BENCHTIME)),$(BENCHTIME),0.1s)
 COMPARE_BLOCK ?= 4
 compare: build
-	BENCH='$(BENCH)' COUNT='$(COMPARE_COUNT)' BLOCK='$(COMPARE_BLOCK)' BENCHTIME='$(COMPARE_BENCHTIME)' GATEFLAGS='$(GATEFLAGS)' SLOW='$(SLOW)' bash ci/compare.sh '$(OLD)' '$(NEW)'
+	BENCH='$(BENCH)' COUNT='$(COMPARE_COUNT)' BLOCK='$(COMPARE_BLOCK)' BENCHTIME='$(COMPARE_BENCHTIME)' GATEFLAGS='$(GATEFLAGS)' SLOW='$(value SLOW)' bash ci/compare.sh '$(OLD)' '$(NEW)'
 
 # make plots RESULTS=results/bench-….txt: SVG and PNG charts next to it;
 # prints the SVG paths (a PNG beside each) and their count.

@@ -63,27 +63,38 @@
 // Holm's factor) caught exactly as many as Holm (132 of 141 at 10 runs),
 // so the simpler rule stayed.
 //
+// Paired runs (-paired, which make compare passes): OLD's i-th run of a
+// benchmark and NEW's i-th were made next to each other (ci/interleave.sh:
+// blocks of runs alternating ABBA within the benchmark). Where that
+// pairing holds information — the Spearman correlation of the adjacent
+// runs of the benchmark's ns/op is at least PairRho (0.5); ρ does not move
+// when NEW is shifted or scaled, so a regression cannot change the
+// choice — every row of the benchmark is tested with the exact Wilcoxon
+// signed-rank test on the pairs' log ratios (smallest p 2^−n); elsewhere
+// with the U test above (smallest p 1/C(2n, n)). The report lists, per
+// benchmark, the test, ρ, p and its level.
+//
 // UNDECIDED: a benchmark whose test cannot reach the level it was tested
 // at even if its runs did not overlap at all (k·MinP(n1, n2) > level;
-// MinP = 1/C(n1+n2, n1)) is UNDECIDED: on the default matrix (47
-// benchmarks, about 5 distinct units each) that needs 8 runs per side.
-// The report says how many runs per side would be needed. Undecided rows
-// fail with exit 3 unless -allow-undecided: too few runs cannot show that
+// MinP = 1/C(n1+n2, n1), 2^−n paired) is UNDECIDED; so is one that cannot
+// see the slowdown -detect asks for (default 25%): its smallest
+// "detectable" (below) over its rows exceeds it. A gate that cannot see
+// 25% does not print PASS for it. The report says, per undecided
+// benchmark, why, and what it can see. Undecided benchmarks exit 3
+// (unless -allow-undecided): too few or too noisy runs cannot show that
 // nothing regressed.
 //
 // Power: for every gated row the table's "detectable" column gives the
 // worsening above which the gate fails for sure when nothing else
 // changed: NEW's runs, moved to OLD's median times 1+w (rates 1−w) with
-// their own spread, give a one-sided p ≤ level/k, and w exceeds the
+// their own spread (paired: the pairs' log ratios centred on their median
+// and moved by log(1+w)), give a one-sided p ≤ level/k, and w exceeds the
 // threshold. The summary names, per unit, the benchmark with the largest
-// such value ("with 10 runs per side, a MB/s regression under 11% of
-// WriteBW/... would pass unnoticed"). On the rxe results in testdata
-// (make bench of the C loops in the TCG guest, quiet machine) one
-// benchmark 20% worse is caught in 93.6% of simulated comparisons at 10
-// runs per side, 96.0% at 12 (make compare's default, COMPARE_COUNT),
-// 97.9% at 16; two samples of the same build failed in 2.6% at 12
-// (TestPowerAtRealSize). The misses are the few benchmarks whose runs
-// spread by 1.3–2× in the guest; only more runs recover them.
+// such value, and how many benchmarks can see -detect. What these lines
+// claim is checked against real make compare runs stored in testdata
+// (realruns_test.go; docs/compare.md): a same-build comparison of the
+// default matrix, and one whose NEW has ten benchmarks really slowed by
+// 25% (make compare SLOW=...).
 //
 // B/op and allocs/op are not tests: they count memory, not time. A row
 // fails when its median grew by more than an absolute threshold (B/op=64

@@ -34,7 +34,7 @@ func (r Row) Label() string {
 		return "not gated: threshold off"
 	case Undecided:
 		if r.blind > 0 {
-			return fmt.Sprintf("UNDECIDED: the benchmark sees only slowdowns above %s, more than -detect", pct(r.blind))
+			return fmt.Sprintf("UNDECIDED: the benchmark sees only %s, more than -detect", seesText(r.blind))
 		}
 		return "UNDECIDED: too few runs for the benchmark's test"
 	case Regression:
@@ -123,7 +123,7 @@ func (r *Report) WriteTable(w io.Writer, oldPath, newPath string) error {
 	fmt.Fprintf(w, "gate: OLD=%s NEW=%s\n", oldPath, newPath)
 	fmt.Fprintf(w, "  values: median over runs (one per result line) in the unit the benchmark printed (ns = nanoseconds, MB/s = 10^6 bytes/s);\n")
 	fmt.Fprintf(w, "  ±: %.0f%% confidence interval of the median, as %% of the median; delta = (new−old)/old of the medians;\n", Confidence*100)
-	fmt.Fprintf(w, "  p: two-sided Mann-Whitney U test of the row alone, n = runs OLD+NEW (shown; the decision is per benchmark)\n")
+	fmt.Fprintf(w, "  p: two-sided Mann-Whitney U test of the row alone, n = runs OLD+NEW, or for a paired benchmark (-paired) the signed-rank test of its n pairs (shown; the decision is per benchmark)\n")
 	fmt.Fprintf(w, "  significant: %s\n", r.significanceText())
 	fmt.Fprintf(w, "  regression: the benchmark significantly slower, the row significant within it (Holm), and its median worse by more than the threshold;\n")
 	fmt.Fprintf(w, "    B/op and allocs/op (not tests): the median grew by more than the threshold in the unit\n")
@@ -204,8 +204,8 @@ func (r *Report) WriteSummary(w io.Writer) {
 	for _, f := range r.Families {
 		switch {
 		case f.Blind:
-			fmt.Fprintf(w, "UNDECIDED: %s: n=%d+%d runs, %s: it sees only a slowdown above %s of the whole benchmark, more than -detect %s (too noisy: more runs, or a quieter machine)\n",
-				f.Key.Name, f.N1, f.N2, f.testName(), pct(f.Detectable), pct(r.Opt.Detect))
+			fmt.Fprintf(w, "UNDECIDED: %s: n=%d+%d runs, %s: it sees only %s of the whole benchmark, more than -detect %s (too noisy: more runs, or a quieter machine)\n",
+				f.Key.Name, f.N1, f.N2, f.testName(), seesText(f.Detectable), pct(r.Opt.Detect))
 		case f.Undecided:
 			fmt.Fprintf(w, "UNDECIDED: %s: n=%d+%d runs: its smallest possible p %.2g (%d tests × %.2g) > %.3g (the level it was tested at); needs %d runs per side (-count)\n",
 				f.Key.Name, f.N1, f.N2, float64(f.Tests)*f.minP(), f.Tests, f.minP(), f.Level, RunsNeeded(f.Tests, f.Level))
@@ -250,8 +250,16 @@ func (r *Report) writeDecidable(w io.Writer) {
 	fmt.Fprintf(w, "tests (-paired): %d benchmarks paired (Wilcoxon signed-rank on the adjacent runs' log ratios, Spearman ρ ≥ %.2g), %d unpaired (Mann-Whitney U):\n",
 		paired, PairRho, len(r.Families)-paired)
 	for _, f := range r.Families {
-		fmt.Fprintf(w, "  %s: %s, ρ=%.2f, p=%.3g at level %.3g, sees %s\n", f.Key.Name, f.testName(), f.Rho, f.P, f.Level, pct(f.Detectable))
+		fmt.Fprintf(w, "  %s: %s, ρ=%.2f, p=%.3g at level %.3g, sees %s\n", f.Key.Name, f.testName(), f.Rho, f.P, f.Level, seesText(f.Detectable))
 	}
+}
+
+// seesText says what slowdown a benchmark (or row) sees for sure.
+func seesText(d float64) string {
+	if d == Off {
+		return "no slowdown at all"
+	}
+	return "slowdowns above " + pct(d)
 }
 
 // testName names the family's test.

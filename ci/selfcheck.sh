@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# ci/selfcheck.sh — the regression gate caught in the act, end to end, as
+# make test runs it: make compare's own machinery (ci/compare.sh: two
+# builds of HEAD, each benchmark run alone, blocks alternating ABBA, the
+# gate with -paired) on two benchmarks of the default matrix, NEW built
+# with the self-check slowdown (tag rdmaslow) of one of them by 25%. The
+# gate must exit 1, name the slowed benchmark and not the other. 12 runs
+# a side and -alpha 0.01: the other benchmark is flagged by chance in at
+# most 1% of runs; -detect off: two benchmarks at 12 runs are not the
+# default matrix, whose power docs/compare.md measures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+slowed='SendBW/transport=RC/size=64/qd=128/batch=1/signal=1/mode=poll/srq=false/bidir=false'
+other='SendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false/bidir=false'
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+rc=0
+BENCH='^BenchmarkSendBW$/^transport=RC$/^size=(64|4096)$/^qd=128$/^batch=1$/^signal=1$/^mode=poll$/^srq=false$/^bidir=false$' \
+	COUNT=12 BLOCK=4 BENCHTIME=0.1s SLOW="25%:^Benchmark$slowed\$" \
+	GATEFLAGS='-alpha 0.01 -detect off' RUNNER="${RUNNER-.cache/rxevm -timeout 10m --}" \
+	bash ci/compare.sh HEAD HEAD >"$out" || rc=$?
+grep -E '^(REGRESSION|result|decidable|  SendBW)' "$out" || true
+fail() { echo "selfcheck: $*; the gate's report:" >&2; cat "$out" >&2; exit 1; }
+((rc == 1)) || fail "the gate exited $rc, want 1 (a regression)"
+grep -q "^REGRESSION: $slowed-[0-9]* " "$out" || fail "the slowed benchmark $slowed is not named"
+! grep -q "^REGRESSION: $other-[0-9]* " "$out" || fail "$other is named although it was not slowed"
+echo "selfcheck: the gate named the benchmark slowed by 25% ($slowed), and only it"
