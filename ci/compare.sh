@@ -21,8 +21,8 @@
 #
 # Environment:
 #   BENCH       -test.bench regex              (default .)
-#   COUNT       runs per side of each benchmark (default 16)
-#   BLOCK       runs per invocation (default 4)
+#   COUNT       runs per side of each benchmark (default 14)
+#   BLOCK       runs per invocation (default 1: see ci/interleave.sh)
 #   BENCHTIME   -test.benchtime per run        (default 0.1s)
 #   BENCHARGS   extra test binary flags        (default none)
 #   GATEFLAGS   flags for ci/gate, e.g. "-threshold 10% -allow-missing"
@@ -60,10 +60,10 @@ done
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 BENCH=${BENCH:-.}
-COUNT=${COUNT:-16}
+COUNT=${COUNT:-14}
 BENCHTIME=${BENCHTIME:-0.1s}
 SLOW=${SLOW:-}
-export BLOCK=${BLOCK:-4}
+export BLOCK=${BLOCK:-1}
 GATEFLAGS=${GATEFLAGS:-}
 RXEVM_FLAGS=${RXEVM_FLAGS:--timeout 3h}
 RUNNER=${RUNNER-go run ./loopback/cmd/rxevm $RXEVM_FLAGS --}

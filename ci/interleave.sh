@@ -11,12 +11,16 @@
 # were made a block apart: the gate's -paired reads them as pairs.
 #
 # Why this grain (docs/compare.md has the measurements): in the TCG
-# guest the machine's speed changes within seconds (runs of one benchmark
-# switch between fast and slow states), so runs of the two sides must be
-# seconds apart, never a whole suite (about a minute) apart, or each side
-# gets minutes of drift as noise. A block of BLOCK runs costs one process
-# start (about 1-1.5 s in the guest, against about 0.6 s per run at
-# -benchtime 0.1s), so BLOCK trades start-up time for distance.
+# guest the machine's speed switches between two states about 1.45x
+# apart that last seconds, so runs of the two sides must be seconds
+# apart, never a whole suite (about a minute) apart, or each side gets
+# minutes of drift as noise. Runs in one process share its state: with
+# blocks of 4 runs the runs were not independent, and 9 of 16
+# reassignments of one build's runs to the two sides "failed" the gate.
+# One run per process (BLOCK=1, the default) makes neighbouring runs of
+# the two sides share the state instead, which the gate's paired test
+# uses. BLOCK>1 saves process starts (about 2 s each in the guest) where
+# processes do not carry state of their own.
 #
 # The benchmarks are the ones BENCH_REGEX selects in either binary,
 # listed first by one -test.benchtime 1x pass of each (OUTDIR/list.txt),
@@ -29,7 +33,7 @@
 # so OUTDIR and the binaries must be under the shared (read-write) repo
 # directory, not /tmp.
 #
-# Environment: BLOCK (runs per invocation, default 4), BENCHTIME
+# Environment: BLOCK (runs per invocation, default 1), BENCHTIME
 # (-test.benchtime, default 1s), BENCHARGS (extra test binary flags, e.g.
 # "-test.benchmem"). The benchmarks run with the working directory
 # bench_test/ when it exists, as `go test` would.
@@ -43,7 +47,7 @@ usage() {
 }
 [[ $# -eq 5 ]] || usage
 old_bin=$1 new_bin=$2 outdir=$3 count=$4 bench=$5
-block=${BLOCK:-4}
+block=${BLOCK:-1}
 [[ $count =~ ^[1-9][0-9]*$ ]] || { echo "interleave.sh: COUNT must be a positive integer, got '$count'" >&2; exit 2; }
 [[ $block =~ ^[1-9][0-9]*$ ]] || { echo "interleave.sh: BLOCK must be a positive integer, got '$block'" >&2; exit 2; }
 [[ $old_bin != - || $new_bin != - ]] || { echo "interleave.sh: both binaries are -" >&2; exit 2; }

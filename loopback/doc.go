@@ -26,7 +26,11 @@
 //     creates a veth pair with 192.0.2.1/24 (the documentation range; the
 //     guest has no NIC to the outside), makes rxe0 on veth0 with the same
 //     [EnsureRxe] code as kind 2, runs one command in the host's working
-//     directory, streams its output and returns its exit status.
+//     directory, streams its output and returns its exit status. A single
+//     guest's vCPU threads are pinned one to a host CPU: unpinned, the
+//     host sometimes runs both on one core for seconds and the guest runs
+//     about 1.5× slower meanwhile (docs/compare.md); a pair's two guests
+//     share the host's CPUs and are not pinned.
 //
 // One rxe device is enough for a loopback pair: both ends of a connection
 // are QPs on rxe0 and rxe loops the packets back internally. Two rxe

@@ -223,6 +223,7 @@ func TestQemuArgs(t *testing.T) {
 			assert.Equal(t, []string{"none"}, argValues(args, "-nic"), "no NIC to the outside")
 			assert.Contains(t, args, "-no-reboot", "the guest's reboot must end qemu")
 			assert.Contains(t, args, "-nodefaults")
+			assert.Equal(t, []string{"rxevm,debug-threads=on"}, argValues(args, "-name"), "named vCPU threads, for pinVCPUs")
 			assert.Equal(t, tt.wantFsdevs, argValues(args, "-fsdev"))
 			assert.Len(t, argValues(args, "-device"), len(tt.wantFsdevs))
 
