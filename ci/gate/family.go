@@ -218,23 +218,7 @@ func ranks(row *Row) []float64 {
 			pooled[i] = -pooled[i]
 		}
 	}
-	idx := make([]int, len(pooled))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return cmpFloat(pooled[a], pooled[b]) })
-	rk := make([]float64, len(pooled))
-	for lo := 0; lo < len(idx); {
-		hi := lo + 1
-		for hi < len(idx) && pooled[idx[hi]] == pooled[idx[lo]] {
-			hi++
-		}
-		for _, i := range idx[lo:hi] {
-			rk[i] = float64(lo+hi+1) / 2 // ranks lo+1..hi, averaged
-		}
-		lo = hi
-	}
-	return rk
+	return midranks(pooled)
 }
 
 // level is the Holm–Šidák level of step j (from 0) among m tests:
