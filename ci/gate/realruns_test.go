@@ -15,7 +15,9 @@ import (
 //   - compare-block4: the default matrix (47 benchmarks), 16 runs per
 //     side in blocks of 4 runs per process, ABBA by block;
 //   - compare-block1: three SendBW benchmarks, 16 runs per side, one run
-//     per process (make compare's default since).
+//     per process;
+//   - compare-default: make compare's default (one run per process, 14
+//     a side) on 15 benchmarks.
 //
 // These tests hold docs/compare.md's figures to the stored runs.
 
@@ -133,4 +135,37 @@ func cloneSet(s *Set) *Set {
 		n.Benches[k] = &nb
 	}
 	return &n
+}
+
+// The default (one run per process, 14 runs a side) on 15 benchmarks
+// (SendLat, AtomicLat, AtomicBW, ReadBW): 13 see 25%, no regression, and
+// none of the 16 reassignments of groups of 4 pairs to the two sides
+// (same-build comparisons with the same timing) fails.
+func TestStoredDefault(t *testing.T) {
+	old, cur := readCompare(t, "compare-default")
+	opt := realOptions(t)
+	rep := Compare(old, cur, opt)
+	require.Len(t, rep.Families, 15)
+	assert.Empty(t, rep.Regressions(), "one build against itself")
+	decidable, paired := 0, 0
+	for _, f := range rep.Families {
+		if !f.Blind {
+			decidable++
+		}
+		if f.Paired {
+			paired++
+		}
+	}
+	assert.Equal(t, 13, decidable, "benchmarks that see 25%")
+	assert.Equal(t, 7, paired)
+	opt.skipPower = true
+	fails := 0
+	for mask := uint(0); mask < 16; mask++ {
+		o, c := relabel(old, cur, 4, mask)
+		if r := Compare(o, c, opt); len(r.Regressions()) > 0 {
+			fails++
+			t.Logf("reassignment %04b fails: %v", mask, regressed(r))
+		}
+	}
+	assert.Equal(t, 0, fails, "same-build reassignments that fail, of 16")
 }
