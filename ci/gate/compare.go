@@ -283,7 +283,6 @@ func Compare(old, cur *Set, opt Options) *Report {
 		}
 	}
 	rep.testBenchmarks(old, cur)
-	rep.markBlind()
 	for i := range rep.Rows {
 		row := &rep.Rows[i]
 		row.Verdict = rep.verdict(*row)
@@ -360,16 +359,6 @@ func (r *Report) verdict(row Row) Verdict {
 		return Undecided
 	}
 	return NoChange
-}
-
-// markBlind records, in the rows of the benchmarks UNDECIDED for
-// -detect, what their benchmark can see.
-func (r *Report) markBlind() {
-	for i := range r.Rows {
-		if f := r.Rows[i].Family; f >= 0 && r.Families[f].Blind {
-			r.Rows[i].blind = r.Families[f].Detectable
-		}
-	}
 }
 
 // absVerdict classifies a B/op or allocs/op row by the change of its

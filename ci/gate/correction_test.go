@@ -17,10 +17,10 @@ import (
 // spread of the simulations below come from it.
 const realResults = "rxe-make-bench.txt"
 
-// DefaultCount is the runs per side `make compare` uses (Makefile
-// COMPARE_COUNT). The simulations here draw from make bench's
-// back-to-back runs and choose the procedure; what the gate does on
-// make compare's real runs is held in realruns_test.go.
+// DefaultCount is the runs per side of the simulations here, which draw
+// from make bench's back-to-back runs and chose the procedure (make
+// compare itself makes COMPARE_COUNT=14); what the gate does on make
+// compare's real runs is held in realruns_test.go.
 const DefaultCount = 16
 
 func readReal(t testing.TB) *Set {

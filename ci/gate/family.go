@@ -114,6 +114,9 @@ func (r *Report) testBenchmarks(old, cur *Set) {
 		}
 		if d := r.Opt.Detect; d > 0 && d != Off && !f.Significant && !f.Undecided && f.Detectable > d {
 			f.Blind, f.Undecided = true, true
+			for _, i := range f.Rows {
+				r.Rows[i].blind = f.Detectable
+			}
 		}
 	}
 	for i := range r.Rows {

@@ -91,10 +91,8 @@
 // and moved by log(1+w)), give a one-sided p ≤ level/k, and w exceeds the
 // threshold. The summary names, per unit, the benchmark with the largest
 // such value, and how many benchmarks can see -detect. What these lines
-// claim is checked against real make compare runs stored in testdata
-// (realruns_test.go; docs/compare.md): a same-build comparison of the
-// default matrix, and one whose NEW has ten benchmarks really slowed by
-// 25% (make compare SLOW=...).
+// claimed on real same-build make compare runs is stored in testdata and
+// held there by realruns_test.go (docs/compare.md).
 //
 // B/op and allocs/op are not tests: they count memory, not time. A row
 // fails when its median grew by more than an absolute threshold (B/op=64
@@ -239,12 +237,9 @@ func resultText(code int, rep *Report) string {
 	case ExitRegression:
 		return fmt.Sprintf("FAIL: %d regressions, %d missing in NEW", len(rep.Regressions()), len(rep.Missing))
 	case ExitUndecided:
-		few, blind := 0, 0
+		blind, few := len(rep.Families)-rep.Decidable(), 0
 		for _, f := range rep.Families {
-			switch {
-			case f.Blind:
-				blind++
-			case f.Undecided:
+			if f.Undecided && !f.Blind {
 				few++
 			}
 		}

@@ -229,12 +229,9 @@ func (r *Report) writeDecidable(w io.Writer) {
 		return
 	}
 	ds := make([]float64, 0, len(r.Families))
-	blind, paired := 0, 0
+	paired := 0
 	for _, f := range r.Families {
 		ds = append(ds, f.Detectable)
-		if f.Blind {
-			blind++
-		}
 		if f.Paired {
 			paired++
 		}
@@ -242,7 +239,7 @@ func (r *Report) writeDecidable(w io.Writer) {
 	slices.Sort(ds)
 	if d := r.Opt.Detect; d > 0 && d != Off {
 		fmt.Fprintf(w, "decidable: %d of %d benchmarks see a slowdown of %s (-detect); smallest slowdown seen for sure, median over the benchmarks %s, largest %s\n",
-			len(r.Families)-blind, len(r.Families), pct(d), pct(ds[len(ds)/2]), pct(ds[len(ds)-1]))
+			r.Decidable(), len(r.Families), pct(d), pct(ds[len(ds)/2]), pct(ds[len(ds)-1]))
 	}
 	if !r.Opt.Paired {
 		return
@@ -260,6 +257,18 @@ func seesText(d float64) string {
 		return "no slowdown at all"
 	}
 	return "slowdowns above " + pct(d)
+}
+
+// Decidable counts the benchmarks that can see the slowdown -detect asks
+// for (all of them without -detect).
+func (r *Report) Decidable() int {
+	n := 0
+	for _, f := range r.Families {
+		if !f.Blind {
+			n++
+		}
+	}
+	return n
 }
 
 // testName names the family's test.
