@@ -53,3 +53,26 @@ func TestDevicesMatchSysfs(t *testing.T) {
 	}
 	assert.ElementsMatch(t, want, got)
 }
+
+// TestGIDTableMatchesLoop checks the one-call GID table read against
+// the index-by-index loop, on every port of every device (inside the VM;
+// a kernel without RDMA has none, which TestDevicesMatchSysfs checks).
+func TestGIDTableMatchesLoop(t *testing.T) {
+	devs, err := Devices()
+	require.NoError(t, err)
+	for _, di := range devs {
+		d, err := Open(di.Name)
+		require.NoError(t, err)
+		for port := 1; port <= d.Attr().PhysPortCnt; port++ {
+			p, err := d.Port(port)
+			require.NoError(t, err)
+			table, ok := d.c.queryGIDTable(port, p.GIDTableLen)
+			require.True(t, ok, "%s port %d: ibv_query_gid_table failed on this kernel", di.Name, port)
+			loop, err := d.c.queryGIDLoop(di.Name, port, p.GIDTableLen)
+			require.NoError(t, err)
+			assert.NotEmpty(t, table, "%s port %d", di.Name, port)
+			assert.Equal(t, loop, table, "%s port %d", di.Name, port)
+		}
+		require.NoError(t, d.Close())
+	}
+}

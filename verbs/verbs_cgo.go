@@ -16,6 +16,8 @@ package verbs
 #cgo nocallback rb_query_port
 #cgo noescape rb_query_gid
 #cgo nocallback rb_query_gid
+#cgo noescape rb_query_gid_table
+#cgo nocallback rb_query_gid_table
 
 #include <infiniband/verbs.h>
 #include <arpa/inet.h>
@@ -123,6 +125,51 @@ static int rb_query_gid(struct ibv_context *ctx, int port, int index, uint8_t *g
 	memcpy(gid, g.raw, 16);
 	*have_type = 0;
 	return 0;
+}
+
+// rb_query_gid_table reads a port's valid GID entries with one
+// ibv_query_gid_table call (one ioctl for the whole device, where a loop
+// of ibv_query_gid_ex costs one per index: rxe's table has 1024). It
+// writes up to max entries' GIDs (16 bytes each), indexes and types and
+// returns how many, or -errno (EOPNOTSUPP on a kernel without the
+// ioctl: the caller falls back to the loop). The scratch array holds
+// every port's entries: the call fails when max_entries is too small.
+static int rb_query_gid_table(struct ibv_context *ctx, int port, uint8_t *gids, int *idx, int *types, int max) {
+	struct ibv_device_attr da;
+	if (ibv_query_device(ctx, &da) != 0)
+		return -(errno ? errno : EIO);
+	size_t total = 0;
+	for (int p = 1; p <= da.phys_port_cnt; p++) {
+		struct ibv_port_attr pa;
+		if (ibv_query_port(ctx, (uint8_t)p, &pa) != 0)
+			return -(errno ? errno : EIO);
+		total += pa.gid_tbl_len;
+	}
+	if (total == 0)
+		return 0;
+	struct ibv_gid_entry *e = calloc(total, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	ssize_t n = ibv_query_gid_table(ctx, e, total, 0);
+	if (n < 0) {
+		free(e);
+		return (int)n;
+	}
+	int out = 0;
+	for (ssize_t i = 0; i < n; i++) {
+		if ((int)e[i].port_num != port)
+			continue;
+		if (out == max) {
+			free(e);
+			return -E2BIG;
+		}
+		memcpy(gids + 16 * out, e[i].gid.raw, 16);
+		idx[out] = (int)e[i].gid_index;
+		types[out] = (int)e[i].gid_type;
+		out++;
+	}
+	free(e);
+	return out;
 }
 
 // rb_probe_max_inline creates throw-away RC QPs asking for 4096, 2048, ...
@@ -286,6 +333,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"syscall"
 	"time"
@@ -458,9 +506,20 @@ func (c *cDevice) queryPort(port int) (PortAttr, error) {
 	}, nil
 }
 
-// queryGIDs reads the whole table; a type ibv_query_gid_ex cannot give is
-// read from sysfs ports/<p>/gid_attrs/types/<i>.
+// queryGIDs reads the port's non-zero GID entries: with one call where
+// the kernel can, else index by index (queryGIDLoop), where a type
+// ibv_query_gid_ex cannot give is read from sysfs
+// ports/<p>/gid_attrs/types/<i>.
 func (c *cDevice) queryGIDs(dev string, port, tableLen int) ([]GIDEntry, error) {
+	if out, ok := c.queryGIDTable(port, tableLen); ok {
+		return out, nil
+	}
+	return c.queryGIDLoop(dev, port, tableLen)
+}
+
+// queryGIDLoop reads the table index by index (ibv_query_gid_ex, or
+// ibv_query_gid and sysfs for the type).
+func (c *cDevice) queryGIDLoop(dev string, port, tableLen int) ([]GIDEntry, error) {
 	var out []GIDEntry
 	for i := 0; i < tableLen; i++ {
 		var g GID
@@ -489,6 +548,30 @@ func (c *cDevice) queryGIDs(dev string, port, tableLen int) ([]GIDEntry, error) 
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// queryGIDTable reads the port's non-zero GIDs with one
+// ibv_query_gid_table; ok is false when the kernel or library cannot,
+// and queryGIDs then reads index by index.
+func (c *cDevice) queryGIDTable(port, tableLen int) (out []GIDEntry, ok bool) {
+	if tableLen <= 0 {
+		return nil, true
+	}
+	gids := make([]GID, tableLen)
+	idx := make([]C.int, tableLen)
+	types := make([]C.int, tableLen)
+	n := C.rb_query_gid_table(c.ctx, C.int(port), (*C.uint8_t)(unsafe.Pointer(&gids[0][0])), &idx[0], &types[0], C.int(tableLen))
+	if n < 0 {
+		return nil, false
+	}
+	for i := 0; i < int(n); i++ {
+		if gids[i].IsZero() {
+			continue
+		}
+		out = append(out, GIDEntry{Index: int(idx[i]), GID: gids[i], Type: GIDType(types[i])})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Index < out[b].Index })
+	return out, true
 }
 
 func (c *cDevice) allocPD() (cPD, error) {
