@@ -109,10 +109,23 @@ func guestMain(jobPath string) (int, error) {
 	}
 	// Wait until the UART has sent everything: the exit marker goes out
 	// on the other line, and the host must not see it before the output.
-	if err := unix.IoctlSetInt(int(out.Fd()), unix.TCSBRK, 1); err != nil {
+	if err := drain(out); err != nil {
 		return -1, fmt.Errorf("draining the output line: %w", err)
 	}
 	return code, nil
+}
+
+// drain waits until the tty has sent what was written to it (tcdrain).
+// The wait is retried when a signal interrupts it: the Go runtime's
+// preemption signal (SIGURG) does, and a long output then failed the
+// run with EINTR before the host had it all.
+func drain(f *os.File) error {
+	for {
+		err := unix.IoctlSetInt(int(f.Fd()), unix.TCSBRK, 1)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }
 
 // exitCode is the status a shell would report for a command that ended
