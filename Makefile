@@ -75,14 +75,13 @@ bench: build
 
 # make compare OLD=<ref|file> NEW=<ref|file>: both builds run against
 # each other one benchmark at a time in one device session, COMPARE_COUNT
-# runs per side of -benchtime COMPARE_BENCHTIME, each run its own process
-# (COMPARE_BLOCK runs per process), alternating old new new old ... within
-# the benchmark, so that paired runs are seconds apart (docs/compare.md),
-# then the regression gate with paired runs and -detect 25%: exit 0 pass,
-# 1 regression, 3 some benchmark cannot see 25% (UNDECIDED). COUNT=...,
-# BENCHTIME=... on the command line override the first two. In the qemu
-# guest a run costs about 2.5 s (the process start dominates): the
-# default matrix takes about an hour; BENCH= picks a subset.
+# runs per side of -benchtime COMPARE_BENCHTIME: both builds' processes
+# stay ready and take turns run by run (COMPARE_BLOCK runs a turn),
+# old new new old ... within the benchmark, so that paired runs are about
+# a second apart (docs/compare.md), then the regression gate with paired
+# runs and -detect 25%: exit 0 pass, 1 regression, 3 some benchmark
+# cannot see 25% (UNDECIDED). COUNT=..., BENCHTIME=... on the command
+# line override the first two. BENCH= picks a subset.
 # make compare SLOW='25%:REGEX' builds NEW with the self-check slowdown
 # of the benchmarks REGEX matches (the gate must catch them); REGEX is
 # passed as written ($ needs no doubling).

@@ -8,12 +8,12 @@
 #
 # For each ref: `git worktree add` it under .cache/compare/<run>/, build
 # `go test -c ./bench_test` there on the host, then run both binaries
-# against each other one benchmark at a time, in blocks of BLOCK runs
-# that alternate ABBA within the benchmark (ci/interleave.sh; the log
-# shows it), in ONE runner boot:
+# against each other one benchmark at a time, both processes ready and
+# taking turns run by run, ABBA within the benchmark (ci/interleave.sh;
+# the log shows it), in ONE runner boot:
 #   $RUNNER bash ci/interleave.sh BIN_OLD BIN_NEW OUTDIR COUNT BENCH
-# and gate the result with -paired (runs of the two sides made a block
-# apart are pairs; go doc ./ci/gate). With a results file on either side
+# and gate the result with -paired (runs of the two sides made next to
+# each other are pairs; go doc ./ci/gate). With a results file on either side
 # the runs are not paired.
 # Everything lives under the repo's .cache/compare/<run>/ (the runner's
 # read-write share; /tmp is a fresh tmpfs inside the VM): old.txt,
@@ -22,7 +22,7 @@
 # Environment:
 #   BENCH       -test.bench regex              (default .)
 #   COUNT       runs per side of each benchmark (default 14)
-#   BLOCK       runs per invocation (default 1: see ci/interleave.sh)
+#   BLOCK       runs per turn (default 1: see ci/interleave.sh)
 #   BENCHTIME   -test.benchtime per run        (default 0.1s)
 #   BENCHARGS   extra test binary flags        (default none)
 #   GATEFLAGS   flags for ci/gate, e.g. "-threshold 10% -allow-missing"
@@ -134,7 +134,7 @@ log "building the gate"
 go build -o "$work/gate" ./ci/gate # a binary: `go run` turns every failure into exit 1
 
 if [[ $bin_old != - || $bin_new != - ]]; then
-	log "running $COUNT runs per side of each benchmark of -test.bench '$BENCH', in blocks of $BLOCK, ABBA within the benchmark (results in $work)"
+	log "running $COUNT runs per side of each benchmark of -test.bench '$BENCH', taking turns by $BLOCK, ABBA within the benchmark (results in $work)"
 	rc=0
 	# shellcheck disable=SC2086 # RUNNER is a command prefix.
 	$RUNNER bash ci/interleave.sh "$bin_old" "$bin_new" "$work" "$COUNT" "$BENCH" || rc=$?

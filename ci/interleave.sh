@@ -2,25 +2,26 @@
 # interleave.sh BIN_OLD BIN_NEW OUTDIR COUNT BENCH_REGEX
 #
 # Runs two prebuilt benchmark binaries (go test -c) against each other,
-# one benchmark at a time: COUNT runs per side of each benchmark, made
-# in blocks of BLOCK runs (one invocation with -test.count BLOCK) that
-# alternate in ABBA order within the benchmark (old new, new old, old new,
-# ...), before the next benchmark starts. The output is appended to
-# OUTDIR/old.txt and OUTDIR/new.txt, each benchmark's runs in the order
-# they were made, so that OLD's i-th run of a benchmark and NEW's i-th
-# were made a block apart: the gate's -paired reads them as pairs.
+# one benchmark at a time: both binaries are started on the benchmark
+# with -test.count COUNT, and their runs take turns, one run at a time,
+# in ABBA order by blocks of BLOCK runs (old new, new old, old new, ...),
+# before the next benchmark starts. The process whose turn it is not
+# waits, idle, on a FIFO (RDMA_TURN, rdmatest/internal/engine/turn.go):
+# a run of one side never overlaps one of the other, and no process
+# start lies between them. The output is appended to OUTDIR/old.txt and
+# OUTDIR/new.txt, each benchmark's runs in the order they were made, so
+# that OLD's i-th run of a benchmark and NEW's i-th were made next to
+# each other: the gate's -paired reads them as pairs.
 #
 # Why this grain (docs/compare.md has the measurements): in the TCG
 # guest the machine's speed switches between two states about 1.45x
 # apart that last seconds, so runs of the two sides must be seconds
 # apart, never a whole suite (about a minute) apart, or each side gets
-# minutes of drift as noise. Runs in one process share its state: with
-# blocks of 4 runs the runs were not independent, and 9 of 16
-# reassignments of one build's runs to the two sides "failed" the gate.
-# One run per process (BLOCK=1, the default) makes neighbouring runs of
-# the two sides share the state instead, which the gate's paired test
-# uses. BLOCK>1 saves process starts (about 2 s each in the guest) where
-# processes do not carry state of their own.
+# minutes of drift as noise; and a side's runs must not come in blocks
+# (blocks of 4 runs in one process made 9 of 16 reassignments of one
+# build's runs "fail" the gate). Alternating single runs of two
+# processes that stay ready puts each pair of runs about a second apart
+# and costs no process start per run (about 2 s each in the guest).
 #
 # The benchmarks are the ones BENCH_REGEX selects in either binary,
 # listed first by one -test.benchtime 1x pass of each (OUTDIR/list.txt),
@@ -33,10 +34,13 @@
 # so OUTDIR and the binaries must be under the shared (read-write) repo
 # directory, not /tmp.
 #
-# Environment: BLOCK (runs per invocation, default 1), BENCHTIME
+# Environment: BLOCK (runs per turn, default 1), BENCHTIME
 # (-test.benchtime, default 1s), BENCHARGS (extra test binary flags, e.g.
-# "-test.benchmem"). The benchmarks run with the working directory
+# "-test.benchmem"), TURN_WAIT (seconds to wait for a process's next
+# message, default 600; a process that sends none is stopped). The benchmarks run with the working directory
 # bench_test/ when it exists, as `go test` would.
+# A binary whose benchmarks do not take turns (built before RDMA_TURN, or
+# a benchmark that skips or fails) ends the comparison with an error.
 # Exit: 0 all runs succeeded; 1 a run failed (its output is kept and the
 # remaining runs are not made); 2 usage error.
 set -euo pipefail
@@ -94,18 +98,91 @@ exact() {
 	echo "${out[*]}"
 }
 
-# run_one LABEL BIN PATTERN RUNS WHERE: one invocation of RUNS runs,
-# appended to LABEL.txt.
-run_one() {
-	local label=$1 bin=$2 pattern=$3 runs=$4 where=$5 start rc
-	[[ $bin == - ]] && return 0
-	start=$SECONDS
-	rc=0
-	# shellcheck disable=SC2086 # BENCHARGS is a list of flags.
-	(cd "$rundir" && "$bin" -test.run '^$' -test.bench "$pattern" -test.count "$runs" \
-		-test.benchtime "${BENCHTIME:-1s}" ${BENCHARGS:-}) >>"$outdir/$label.txt" 2>>"$outdir/$label.stderr" || rc=$?
-	echo "interleave.sh: $where $label ×$runs: exit $rc after $((SECONDS - start)) s" >&2
-	((rc == 0)) || fail "$label" run "$outdir/$label.txt" "$outdir/$label.stderr"
+# The two processes of a benchmark take turns through FIFOs (RDMA_TURN;
+# go doc ./rdmatest/internal/engine, turn.go): each says "ready NAME"
+# before a run and waits for "go", and "exit" after its tests; the shell
+# that started it adds "status RC" when it has ended, so that every read
+# here ends with a message (or the TURN_WAIT deadline, seconds).
+tdir=$(mktemp -d)
+declare -A pid fd_in fd_out next rcs
+# stop PID: end a benchmark process started by start (the binary is the
+# child of the shell PID names).
+stop() { pkill -P "$1" 2>/dev/null || true; kill "$1" 2>/dev/null || true; }
+trap 'for p in "${pid[@]}"; do stop "$p"; done; rm -rf "$tdir"' EXIT
+
+# start LABEL BIN PATTERN: start BIN on PATTERN with -test.count COUNT,
+# taking turns, its output appended to LABEL.txt.
+start() {
+	local label=$1 bin=$2 pattern=$3 fin fout
+	rm -f "$tdir/$label.in" "$tdir/$label.out"
+	mkfifo "$tdir/$label.in" "$tdir/$label.out"
+	exec {fin}<>"$tdir/$label.in" {fout}<>"$tdir/$label.out"
+	fd_in[$label]=$fin fd_out[$label]=$fout next[$label]= rcs[$label]=
+	(
+		rc=0
+		# shellcheck disable=SC2086 # BENCHARGS is a list of flags.
+		(cd "$rundir" && RDMA_TURN=$tdir/$label.in,$tdir/$label.out exec "$bin" -test.run '^$' -test.bench "$pattern" \
+			-test.count "$count" -test.benchtime "${BENCHTIME:-1s}" ${BENCHARGS:-}) \
+			>>"$outdir/$label.txt" 2>>"$outdir/$label.stderr" || rc=$?
+		echo "status $rc" >&"$fout"
+	) &
+	pid[$label]=$!
+}
+
+# message LABEL: the process's next message into msg: "ready NAME",
+# "exit" or "status RC" (it has ended). Waits at most TURN_WAIT seconds.
+message() {
+	local label=$1
+	msg=${next[$label]}
+	next[$label]=
+	[[ -n $msg ]] && return 0
+	if ! read -r -t "${TURN_WAIT:-600}" -u "${fd_out[$label]}" msg; then
+		echo "interleave.sh: $label: no message in ${TURN_WAIT:-600} s (TURN_WAIT); stopping it" >&2
+		stop "${pid[$label]}"
+		msg="status timeout"
+	fi
+	if [[ $msg == "status "* ]]; then
+		rcs[$label]=${msg#status }
+		wait "${pid[$label]}" || true
+	fi
+}
+
+# finish LABEL: wait for the process to end; fail unless it said exit and
+# exited 0.
+finish() {
+	local label=$1 said
+	message "$label"
+	said=$msg
+	while [[ -z ${rcs[$label]} ]]; do message "$label"; done
+	exec {fd_in[$label]}>&- {fd_out[$label]}>&-
+	if [[ $said != exit || ${rcs[$label]} != 0 ]]; then
+		echo "interleave.sh: $label: ended with '$said' where exit was due" >&2
+		fail "$label" "run (exit ${rcs[$label]})" "$outdir/$label.txt" "$outdir/$label.stderr"
+	fi
+}
+
+# turn LABEL WHERE: one run of LABEL's process, waited for to its end:
+# its next message, kept for its next turn, and after its last run the
+# end of the process, so that its exit does not overlap the other side's
+# run.
+turn() {
+	local label=$1 where=$2 t0=$SECONDS
+	message "$label"
+	if [[ $msg != "ready "* ]]; then
+		echo "interleave.sh: $where $label: got '$msg' where a run was due (a benchmark that does not take turns, or one that failed or skipped)" >&2
+		next[$label]=$msg
+		finish "$label"
+		exit 1
+	fi
+	echo go >&"${fd_in[$label]}"
+	message "$label"
+	next[$label]=$msg
+	if [[ $msg == exit ]]; then
+		message "$label" # its status: the process has ended
+		next[$label]=exit
+		msg=exit
+	fi
+	echo "interleave.sh: $where $label: ${msg%% *} after $((SECONDS - t0)) s" >&2
 }
 
 { list old "$old_bin"; list new "$new_bin"; } | awk '!seen[$0]++' >"$outdir/list.txt"
@@ -117,17 +194,27 @@ echo "interleave.sh: ${#names[@]} benchmarks (list in $outdir/list.txt), each $c
 start_all=$SECONDS
 for ((b = 0; b < ${#names[@]}; b++)); do
 	name=${names[b]} pattern=$(exact "${names[b]}")
-	for ((j = 1; j <= blocks; j++)); do
-		runs=$((count - (j - 1) * block))
-		((runs > block)) && runs=$block
-		where="[$((b + 1))/${#names[@]} $name block $j/$blocks]"
-		if ((j % 2)); then
-			run_one old "$old_bin" "$pattern" "$runs" "$where"
-			run_one new "$new_bin" "$pattern" "$runs" "$where"
-		else
-			run_one new "$new_bin" "$pattern" "$runs" "$where"
-			run_one old "$old_bin" "$pattern" "$runs" "$where"
-		fi
+	sides=()
+	for label in old new; do
+		bin=${label}_bin
+		[[ ${!bin} == - ]] || { start "$label" "${!bin}" "$pattern"; sides+=("$label"); }
 	done
+	# Both processes started and waiting before the first run.
+	for label in "${sides[@]}"; do
+		message "$label"
+		next[$label]=$msg
+	done
+	for ((j = 0; j < blocks; j++)); do
+		runs=$((count - j * block))
+		((runs > block)) && runs=$block
+		order=("${sides[@]}")
+		((j % 2)) && ((${#sides[@]} == 2)) && order=(new old)
+		for label in "${order[@]}"; do
+			for ((k = 0; k < runs; k++)); do
+				turn "$label" "[$((b + 1))/${#names[@]} $name block $((j + 1))/$blocks]"
+			done
+		done
+	done
+	for label in "${sides[@]}"; do finish "$label"; done
 done
 echo "interleave.sh: done in $((SECONDS - start_all)) s" >&2

@@ -11,18 +11,37 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeBinary writes a shell script standing in for a `go test -c` binary:
-// it logs its label and arguments to calls.log and prints one result.
-func fakeBinary(t *testing.T, dir, label string, fail bool) string {
+// fakeBinary writes a bash script standing in for a `go test -c` binary:
+// it logs its label and arguments to calls.log and prints one result
+// per benchmark. Under RDMA_TURN it takes turns as rdmatest does
+// (engine/turn.go): "ready" before each of its -test.count runs, "go"
+// awaited, "exit" at the end, and logs each run as "LABEL run I".
+// turns=false makes it ignore RDMA_TURN (a benchmark that takes no
+// turns).
+func fakeBinary(t *testing.T, dir, label string, fail, turns bool) string {
 	t.Helper()
-	body := "#!/bin/sh\n" +
-		"echo \"" + label + " $*\" >> " + filepath.Join(dir, "calls.log") + "\n" +
-		"echo 'goos: linux'\necho 'Unit p99-ns better=lower'\n" +
-		"echo 'BenchmarkFake/size=8-2 100 1000 ns/op 1500 p99-ns'\n" +
-		"echo 'BenchmarkFake/size=1.5(x)-2 100 1000 ns/op 1500 p99-ns'\necho PASS\n"
+	calls := filepath.Join(dir, "calls.log")
+	results := "echo 'BenchmarkFake/size=8-2 100 1000 ns/op 1500 p99-ns'\n" +
+		"echo 'BenchmarkFake/size=1.5(x)-2 100 1000 ns/op 1500 p99-ns'\n"
+	body := "#!/usr/bin/env bash\n" +
+		"echo \"" + label + " $*\" >> " + calls + "\n" +
+		"echo 'goos: linux'\necho 'Unit p99-ns better=lower'\n"
 	if fail {
 		body += "echo 'panic: boom' >&2\nexit 1\n"
 	}
+	if turns {
+		body += "if [[ -n ${RDMA_TURN:-} ]]; then\n" +
+			"count=$(sed -n 's/.*-test.count \\([0-9]*\\).*/\\1/p' <<<\"$*\")\n" +
+			"exec 3<>\"${RDMA_TURN%,*}\" 4<>\"${RDMA_TURN#*,}\"\n" +
+			"for ((i = 1; i <= count; i++)); do\n" +
+			"  echo \"ready BenchmarkFake\" >&4\n" +
+			"  read -r -t 10 go <&3 && [[ $go == go ]] || exit 7\n" +
+			"  echo \"" + label + " run $i\" >> " + calls + "\n" +
+			"  " + strings.ReplaceAll(results, "\n", "\n  ") +
+			"done\n" +
+			"echo exit >&4\necho PASS\nexit 0\nfi\n"
+	}
+	body += results + "echo PASS\n"
 	path := filepath.Join(dir, label+".test")
 	require.NoError(t, os.WriteFile(path, []byte(body), 0o755))
 	return path
@@ -46,7 +65,7 @@ func runInterleave(t *testing.T, args ...string) (int, string) {
 
 func TestInterleaveScript(t *testing.T) {
 	dir := t.TempDir()
-	oldBin, newBin := fakeBinary(t, dir, "old", false), fakeBinary(t, dir, "new", false)
+	oldBin, newBin := fakeBinary(t, dir, "old", false, true), fakeBinary(t, dir, "new", false, true)
 	out := filepath.Join(dir, "out")
 
 	code, log := runInterleave(t, oldBin, newBin, out, "3", "^BenchmarkFake$")
@@ -57,12 +76,13 @@ func TestInterleaveScript(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
 	list := " -test.run ^$ -test.bench ^BenchmarkFake$ -test.count 1 -test.benchtime 1x"
 	want := []string{"old" + list, "new" + list}
-	// Each benchmark alone, exactly: 3 runs per side in blocks of 2,
-	// ABBA by block within the benchmark.
+	// Each benchmark alone, exactly: both sides started with its 3 runs,
+	// which take turns ABBA by block of 2 within the benchmark.
 	for _, pattern := range []string{`^BenchmarkFake$/^size=8$`, `^BenchmarkFake$/^size=1\.5\(x\)$`} {
-		for _, c := range []struct{ label, runs string }{{"old", "2"}, {"new", "2"}, {"new", "1"}, {"old", "1"}} {
-			want = append(want, c.label+" -test.run ^$ -test.bench "+pattern+" -test.count "+c.runs+" -test.benchtime 3x")
+		for _, label := range []string{"old", "new"} {
+			want = append(want, label+" -test.run ^$ -test.bench "+pattern+" -test.count 3 -test.benchtime 3x")
 		}
+		want = append(want, "old run 1", "old run 2", "new run 1", "new run 2", "new run 3", "old run 3")
 	}
 	assert.Equal(t, want, lines)
 	assert.Contains(t, log, "2 benchmarks")
@@ -72,29 +92,39 @@ func TestInterleaveScript(t *testing.T) {
 	for _, side := range []string{"old", "new"} {
 		data, err := os.ReadFile(filepath.Join(out, side+".txt"))
 		require.NoError(t, err)
-		// The fake prints both benchmarks on every call: 4 calls a side.
-		assert.Equal(t, 4, strings.Count(string(data), "BenchmarkFake/size=8-2"), side)
+		// The fake prints both benchmarks on every run: 3 runs of 2 processes a side.
+		assert.Equal(t, 6, strings.Count(string(data), "BenchmarkFake/size=8-2"), side)
 		// The appended output is valid gate input.
 		s, err := ReadFile(filepath.Join(out, side+".txt"), nil)
 		require.NoError(t, err)
-		assert.Len(t, s.Benches[s.Order[0]].Samples["p99-ns"], 4)
+		assert.Len(t, s.Benches[s.Order[0]].Samples["p99-ns"], 6)
 	}
+}
+
+// TestInterleaveScriptNoTurns: a binary that runs without taking turns
+// is an error, not a silent back-to-back comparison.
+func TestInterleaveScriptNoTurns(t *testing.T) {
+	dir := t.TempDir()
+	oldBin, newBin := fakeBinary(t, dir, "old", false, true), fakeBinary(t, dir, "new", false, false)
+	code, log := runInterleave(t, oldBin, newBin, filepath.Join(dir, "out"), "3", ".")
+	assert.Equal(t, 1, code, log)
+	assert.Contains(t, log, "new: got 'status 0' where a run was due")
 }
 
 func TestInterleaveScriptOneSide(t *testing.T) {
 	dir := t.TempDir()
-	newBin := fakeBinary(t, dir, "new", false)
+	newBin := fakeBinary(t, dir, "new", false, true)
 	out := filepath.Join(dir, "out")
 	code, log := runInterleave(t, "-", newBin, out, "2", ".")
 	require.Equal(t, 0, code, log)
 	data, err := os.ReadFile(filepath.Join(out, "new.txt"))
 	require.NoError(t, err)
-	assert.Equal(t, 2*2, strings.Count(string(data), "BenchmarkFake"), "one block (2 runs) of each of 2 benchmarks, each call printing both")
+	assert.Equal(t, 2*2*2, strings.Count(string(data), "BenchmarkFake"), "2 runs of each of 2 benchmarks, each run printing both")
 }
 
 func TestInterleaveScriptFailure(t *testing.T) {
 	dir := t.TempDir()
-	oldBin, newBin := fakeBinary(t, dir, "old", false), fakeBinary(t, dir, "new", true)
+	oldBin, newBin := fakeBinary(t, dir, "old", false, true), fakeBinary(t, dir, "new", true, true)
 	code, log := runInterleave(t, oldBin, newBin, filepath.Join(dir, "out"), "3", ".")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, log, "new listing pass (-test.benchtime 1x) failed")
@@ -106,7 +136,7 @@ func TestInterleaveScriptFailure(t *testing.T) {
 
 func TestInterleaveScriptUsage(t *testing.T) {
 	dir := t.TempDir()
-	bin := fakeBinary(t, dir, "old", false)
+	bin := fakeBinary(t, dir, "old", false, true)
 	for _, args := range [][]string{
 		{bin, bin, dir},
 		{bin, bin, dir, "zero", "."},

@@ -50,6 +50,7 @@ type controlStep struct{ pre, op, post func() error }
 // included. Huge pages that are not available skip the benchmark.
 func ControlPath(b *testing.B, d *Dev, c Control) {
 	b.Helper()
+	takeTurn(b)
 	step, err := c.step(b, d)
 	if err != nil {
 		skipOrFail(b, err)

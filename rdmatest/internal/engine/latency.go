@@ -70,6 +70,7 @@ func recvBytes(s *Spec) int {
 // fail.
 func Latency(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
+	takeTurn(b)
 	s.begin(b, d, KindLatency)
 	if err := checkProcs(s.busyGoroutines(d)); err != nil {
 		b.Skip(err)

@@ -65,6 +65,7 @@ func Main(m *testing.M) {
 	PrintConfig(os.Stdout)
 	printed := unitCount()
 	code := m.Run()
+	endTurns()
 	printUnitsFrom(os.Stdout, printed) // registered while the benchmarks ran
 	if err := FlushHlog(); err != nil {
 		fmt.Fprintln(os.Stderr, "rdmatest:", err)

@@ -334,6 +334,7 @@ type MeasureOpts struct {
 // cpu-ns/op, allocations and the port counters that moved.
 func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) {
 	b.Helper()
+	takeTurn(b)
 	if o.Rate == "" {
 		o.Rate = "ops/s"
 	}

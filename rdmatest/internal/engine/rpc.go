@@ -80,6 +80,7 @@ func (s Spec) CheckRPC(d Limits) error {
 // process only.
 func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
+	takeTurn(b)
 	s.Kind = KindRPC
 	s.defaults()
 	if d.Opts.Peer != "" {

@@ -45,6 +45,7 @@ import (
 //     slot of that QP.
 func Stream(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
+	takeTurn(b)
 	s.begin(b, d, KindStream)
 	if s.Threads > 0 { // may oversubscribe on purpose: see streamThreads
 		streamThreads(b, d, s)
