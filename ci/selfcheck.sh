@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # ci/selfcheck.sh — the regression gate caught in the act, end to end, as
 # make test runs it: make compare's own machinery (ci/compare.sh: two
-# builds of HEAD, each benchmark run alone, a process a run, ABBA, the
-# gate with -paired) on two benchmarks of the default matrix, NEW built
+# builds of HEAD, each benchmark run alone, the two builds' processes
+# taking turns run by run, ABBA, the gate with -paired) on two benchmarks of the default matrix, NEW built
 # with the self-check slowdown (tag rdmaslow) of one of them. The
 # gate must exit 1, name the slowed benchmark and not the other.
 #
-# This checks the machinery end to end, not the gate's power: the slowdown
-# is 50% (SLOW takes any percentage), because in the guest a benchmark's
-# runs can spread 2x (docs/compare.md), and the first CI run of this
-# script with a 25% slowdown of SendBW RC 64 B missed it (p = 0.022 at 12
-# runs a side, against a level of 0.005). The slowed benchmark is the
+# This checks the machinery end to end, not the gate's power (that was
+# measured on the whole matrix: docs/compare.md, items 9 and 10): the
+# slowdown is 50% (SLOW takes any percentage), because in the guest a
+# benchmark's runs can spread 2x, and the first CI run of this script
+# with a 25% slowdown of SendBW RC 64 B, one process a run, missed it
+# (p = 0.022 at 12 runs a side, against a level of 0.005). The slowed benchmark is the
 # steadier 4 KiB one; -alpha 0.001 keeps the other benchmark's chance of
 # being flagged small; -detect off: two benchmarks at 12 runs are not the
 # default matrix.
