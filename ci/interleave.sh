@@ -176,12 +176,11 @@ turn() {
 	fi
 	echo go >&"${fd_in[$label]}"
 	message "$label"
-	next[$label]=$msg
 	if [[ $msg == exit ]]; then
 		message "$label" # its status: the process has ended
-		next[$label]=exit
 		msg=exit
 	fi
+	next[$label]=$msg
 	echo "interleave.sh: $where $label: ${msg%% *} after $((SECONDS - t0)) s" >&2
 }
 

@@ -15,7 +15,8 @@ import (
 // it logs its label and arguments to calls.log and prints one result
 // per benchmark. Under RDMA_TURN it takes turns as rdmatest does
 // (engine/turn.go): "ready" before each of its -test.count runs, "go"
-// awaited, "exit" at the end, and logs each run as "LABEL run I".
+// awaited, "exit" at the end, and logs each run as "LABEL run I" and
+// its end, 0.3 s after "exit", as "LABEL exited".
 // turns=false makes it ignore RDMA_TURN (a benchmark that takes no
 // turns).
 func fakeBinary(t *testing.T, dir, label string, fail, turns bool) string {
@@ -39,7 +40,7 @@ func fakeBinary(t *testing.T, dir, label string, fail, turns bool) string {
 			"  echo \"" + label + " run $i\" >> " + calls + "\n" +
 			"  " + strings.ReplaceAll(results, "\n", "\n  ") +
 			"done\n" +
-			"echo exit >&4\necho PASS\nexit 0\nfi\n"
+			"echo exit >&4\necho PASS\nsleep 0.3\necho \"" + label + " exited\" >> " + calls + "\nexit 0\nfi\n"
 	}
 	body += results + "echo PASS\n"
 	path := filepath.Join(dir, label+".test")
@@ -82,7 +83,9 @@ func TestInterleaveScript(t *testing.T) {
 		for _, label := range []string{"old", "new"} {
 			want = append(want, label+" -test.run ^$ -test.bench "+pattern+" -test.count 3 -test.benchtime 3x")
 		}
-		want = append(want, "old run 1", "old run 2", "new run 1", "new run 2", "new run 3", "old run 3")
+		// A process's exit (after its last run) ends before the other
+		// side's next run starts.
+		want = append(want, "old run 1", "old run 2", "new run 1", "new run 2", "new run 3", "new exited", "old run 3", "old exited")
 	}
 	assert.Equal(t, want, lines)
 	assert.Contains(t, log, "2 benchmarks")
