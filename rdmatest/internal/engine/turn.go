@@ -16,14 +16,15 @@ import (
 // both started with -test.count N on one benchmark, and lets them run
 // one run at a time in ABBA order, so that the two sides' runs alternate
 // run by run with no process start between them. RDMA_TURN=IN,OUT names
-// two FIFOs that interleave.sh made: before each run of a benchmark
-// (the first call of a *testing.B into a family's entry, Latency,
-// Stream, EchoRPC or ControlPath, before any setup; for a pattern of
-// one's own, Measure, after the pattern's Pair was made), the process writes "ready NAME" on OUT and waits for a line "go" on
-// IN; after its tests it writes "exit". A run is everything testing does
-// with one *testing.B: the b.N = 1 call and the calls of the b.N ramp.
-// The process that waits is idle (blocked on the FIFO), so the other
-// side's run has the machine to itself.
+// two FIFOs that interleave.sh made. Before each run of a benchmark the
+// process writes "ready NAME" on OUT and waits for a line "go" on IN;
+// after its tests it writes "exit". The wait is at the first call of a
+// *testing.B into a family's entry (Latency, Stream, EchoRPC or
+// ControlPath), before any setup; for a pattern of one's own, at
+// Measure, after the pattern's Pair was made. A run is everything
+// testing does with one *testing.B: the b.N = 1 call and the calls of
+// the b.N ramp. The process that waits is idle (blocked on the FIFO),
+// so the other side's run has the machine to itself.
 //
 // Without RDMA_TURN nothing waits.
 
