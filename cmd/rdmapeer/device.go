@@ -11,7 +11,9 @@ import (
 // device is what a session needs of the RDMA device: its description for
 // the client, its limits for the checks, and the passive side of a
 // scenario. Tests substitute a fake, so that everything a client can send
-// is exercised without a device.
+// is exercised without a device. Its methods are called by every session
+// at once, without a lock of the server's: they must be safe for
+// concurrent use.
 type device interface {
 	info() oob.HelloOK
 	limits() peer.Limits
@@ -32,7 +34,17 @@ type passive interface {
 	Close() error
 }
 
-// rdmaDevice is the real device.
+// rdmaDevice is the real device. It is safe for concurrent use without a
+// lock of its own, so that one session's slow Setup (address resolution
+// for its QPs) does not hold the others: peer.NewPassive creates every
+// object of a session (PD, CQ, completion channel, buffer, MR, SRQ, QPs,
+// AHs) from the shared *verbs.Device, whose Go fields it only reads
+// (its context, attributes and ID, set when it was opened) except
+// MaxInline's cache, which has its own lock, as do verbs' table of live
+// objects and the passive loops' CPUs (taken at Start); the verbs calls
+// themselves are thread-safe in libibverbs; and each session's objects
+// are its own. The budget of the sessions together is reserved before
+// open, by pool.take under the pool's lock.
 type rdmaDevice struct {
 	d *rdmatest.Dev
 	// timeout is the passive side's deadline (NewPassive): how long its

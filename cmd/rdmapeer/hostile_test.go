@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -27,6 +28,9 @@ import (
 type fakeDev struct {
 	lim     peer.Limits
 	panicOn string // "open", "start" or "stop": panic there
+	// openHook, when set, runs first in open, outside f.mu (set it
+	// before the server serves).
+	openHook func(req *oob.Setup) error
 
 	mu                  sync.Mutex
 	opened, live        int
@@ -55,6 +59,11 @@ func (f *fakeDev) info() oob.HelloOK {
 func (f *fakeDev) limits() peer.Limits { return f.lim }
 
 func (f *fakeDev) open(req *oob.Setup) (passive, error) {
+	if f.openHook != nil {
+		if err := f.openHook(req); err != nil {
+			return nil, err
+		}
+	}
 	if f.panicOn == "open" {
 		var s []byte
 		_ = s[req.Scenario.Size-1] // what serveWriteEcho did with size 0
@@ -232,6 +241,15 @@ func waitIdle(t *testing.T, srv *server, f *fakeDev) {
 	}, 5*time.Second, 10*time.Millisecond, "sessions did not release everything")
 }
 
+// atMem is a one-QP target Setup whose registered memory and queue rings
+// come to mem bytes (a multiple of two pages), or just over when over > 0.
+func atMem(f *fakeDev, mem int64, over int) *oob.Setup {
+	r := targetSetup(1, 64)
+	rings := ringBytes(r, peer.SetupCost(r, f.lim)) // the same for any slot size
+	r.Scenario.SlotSize = int(mem-rings)/2 + over
+	return r
+}
+
 // TestHostileClient drives the peer (with a fake device) as an attacker
 // would: each request ends with a clear error on the client, nothing is
 // left behind, and the peer serves the next client.
@@ -277,8 +295,8 @@ func TestHostileClient(t *testing.T) {
 			r := withQPs(&oob.Setup{Scenario: oob.Scenario{Op: "SEND", Transport: "RC", Role: "sink", Size: 64, SendDepth: 100, RecvDepth: 600, SlotSize: 64, SRQ: true}}, 4)
 			return r
 		}, "CQ entries 2800 exceeds this peer's limit 1000 per client (-max-cqe)"},
-		{"memory at the limit", func() *oob.Setup { return targetSetup(1, 512<<10) }, ""},
-		{"memory over the limit", func() *oob.Setup { return targetSetup(1, 512<<10+1) }, "exceeds this peer's limit 1048576 per client (-max-mem)"},
+		{"memory at the limit", func() *oob.Setup { return atMem(f, 1<<20, 0) }, ""},
+		{"memory over the limit", func() *oob.Setup { return atMem(f, 1<<20, 1) }, "exceeds this peer's limit 1048576 per client (-max-mem)"},
 		{"send depth over the device's", func() *oob.Setup {
 			r := targetSetup(1, 64)
 			r.Scenario.SendDepth = oob.MaxDepth + 1
@@ -401,11 +419,13 @@ func TestRateLimit(t *testing.T) {
 	for range 2 * maxFails {
 		dial(t, addr).Close()
 	}
-	require.Eventually(t, func() bool {
-		srv.hosts.mu.Lock()
-		defer srv.hosts.mu.Unlock()
-		return len(srv.hosts.m) == 0
-	}, 5*time.Second, 10*time.Millisecond, "the port checks were counted")
+	require.Eventually(t, func() bool { return srv.failed.Load() == 2*maxFails }, 5*time.Second, 10*time.Millisecond)
+	srv.hosts.mu.Lock()
+	if st := srv.hosts.m["127.0.0.1"]; st != nil { // kept for its log budget only
+		assert.Zero(t, st.conns)
+		assert.Empty(t, st.fails, "the port checks were counted")
+	}
+	srv.hosts.mu.Unlock()
 	for range maxFails {
 		_, err := handshake(dial(t, addr), "0123456789abcdef-guess")
 		require.ErrorContains(t, err, "authentication failed")
@@ -708,6 +728,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"-total-mem", "0"}, "-total-mem 0 must be at least 1"},
 		{[]string{"-max-conns-per-host", "0"}, "-max-conns-per-host 0 must be at least 1"},
 		{[]string{"-max-conns", "0"}, "-max-conns 0 must be at least 1"},
+		{[]string{"-max-hosts", "0"}, "-max-hosts 0 must be at least 1"},
 		{[]string{"-max-mem", "1000", "-total-mem", "999"}, "-max-mem 1000 exceeds -total-mem 999: no client could use it"},
 		{[]string{"-listen", "nohost"}, `-listen "nohost" is not host:port`},
 		{[]string{"-listen", "127.0.0.1:70000"}, `port "70000" is not 0..65535`},
@@ -793,7 +814,7 @@ func TestOpenPeer(t *testing.T) {
 // TestHosts: the per-address table forgets an address once nothing of
 // it is left, so it cannot grow without bound.
 func TestHosts(t *testing.T) {
-	h := newHosts(2)
+	h := newHosts(2, defaultMaxHosts)
 	now := time.Unix(1000, 0)
 	h.now = func() time.Time { return now }
 	require.NoError(t, h.admit("a"))
@@ -816,25 +837,25 @@ func TestHosts(t *testing.T) {
 	assert.Empty(t, h.m)
 }
 
-// TestBudget: every resource is compared with its own limit, inline space
-// counting as memory, and the message names the flag.
+// TestBudget: every resource is compared with its own limit, and the
+// message names the flag.
 func TestBudget(t *testing.T) {
 	limit := budget{QPs: 4, WRs: 100, CQEs: 100, Mem: 1 << 20}
-	c := costOf(peer.Cost{QPs: 4, WRs: 100, CQEs: 100, Registered: 1 << 19, Inline: 1 << 19})
+	c := budget{QPs: 4, WRs: 100, CQEs: 100, Mem: 1 << 20}
 	require.NoError(t, c.within(limit), "at every limit")
-	c = costOf(peer.Cost{QPs: 5, WRs: 101, CQEs: 101, Registered: 1 << 19, Inline: 1<<19 + 1})
+	c = budget{QPs: 5, WRs: 101, CQEs: 101, Mem: 1<<20 + 1}
 	err := c.within(limit)
 	require.ErrorIs(t, err, ErrOverLimit)
 	for _, want := range []string{"qps 5 exceeds this peer's limit 4 per client (-max-qps)", "(-max-wrs)", "(-max-cqe)",
-		"memory bytes (registered + inline) 1048577 exceeds this peer's limit 1048576 per client (-max-mem)"} {
+		"memory bytes (registered + queue rings) 1048577 exceeds this peer's limit 1048576 per client (-max-mem)"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	p := pool{total: limit}
-	require.NoError(t, p.take(costOf(peer.Cost{QPs: 3})))
-	require.ErrorIs(t, p.take(costOf(peer.Cost{QPs: 2})), ErrOverLimit)
-	require.NoError(t, p.take(costOf(peer.Cost{QPs: 1})))
-	p.give(costOf(peer.Cost{QPs: 3}))
-	p.give(costOf(peer.Cost{QPs: 1}))
+	require.NoError(t, p.take(budget{QPs: 3}))
+	require.ErrorIs(t, p.take(budget{QPs: 2}), ErrOverLimit)
+	require.NoError(t, p.take(budget{QPs: 1}))
+	p.give(budget{QPs: 3})
+	p.give(budget{QPs: 1})
 	assert.Equal(t, budget{}, p.inUse())
 }
 
@@ -850,5 +871,372 @@ func TestRunRefusesBeforeTheDevice(t *testing.T) {
 		{"-token", "0123456789abcdef-s3cret"},
 	} {
 		assert.Equal(t, 2, run(args), "%q", args)
+	}
+}
+
+// dialFrom connects to addr from the loopback address src (Linux routes
+// all of 127/8 to lo), with a deadline for the whole test exchange; the
+// test is skipped where such an address cannot be bound.
+func dialFrom(t *testing.T, src, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if errors.Is(err, syscall.EADDRNOTAVAIL) {
+		t.Skipf("cannot connect from %s on this host: %v", src, err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
+}
+
+// TestHostsBounded: the per-address table does not grow with the number
+// of addresses seen, whatever each did (every path that makes an entry
+// lets it go), is empty once the windows have passed, and is capped: a
+// new address beyond -max-hosts is refused naming the limit, while a
+// blocked address is never dropped early to make room.
+func TestHostsBounded(t *testing.T) {
+	const addrs = 2500
+	const step = 100 * time.Millisecond // between two addresses' arrivals
+	host := func(i int) string { return fmt.Sprintf("2001:db8::%x", i) }
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, h *hosts, host string)
+	}{
+		{"port check", func(t *testing.T, h *hosts, host string) {
+			require.NoError(t, h.admit(host))
+			assert.True(t, h.logLine(host))
+			h.release(host)
+		}},
+		{"failed handshake", func(t *testing.T, h *hosts, host string) {
+			require.NoError(t, h.admit(host))
+			n, blocked := h.fail(host)
+			require.Equal(t, 1, n)
+			require.False(t, blocked)
+			h.logLine(host)
+			h.release(host)
+		}},
+		{"blocked, then refused", func(t *testing.T, h *hosts, host string) {
+			for range maxFails {
+				require.NoError(t, h.admit(host))
+				h.fail(host)
+				h.release(host)
+			}
+			assert.ErrorContains(t, h.admit(host), "failed handshakes from "+host)
+			h.logLine(host)
+		}},
+		{"refused over -max-conns-per-host", func(t *testing.T, h *hosts, host string) {
+			require.NoError(t, h.admit(host))
+			require.NoError(t, h.admit(host))
+			assert.ErrorContains(t, h.admit(host), "(-max-conns-per-host 2)")
+			h.logLine(host)
+			h.release(host)
+			h.release(host)
+		}},
+		{"session with many lines", func(t *testing.T, h *hosts, host string) {
+			require.NoError(t, h.admit(host))
+			for range 2 * logBurst {
+				h.logLine(host)
+			}
+			h.release(host)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHosts(2, defaultMaxHosts)
+			now := time.Unix(1000, 0)
+			h.now = func() time.Time { return now }
+			var lastSweep time.Time
+			biggest := 0
+			for i := range addrs {
+				tc.run(t, h, host(i))
+				biggest = max(biggest, h.size())
+				now = now.Add(step)
+				if now.Sub(lastSweep) >= sweepEvery { // as serve does
+					h.sweep(false)
+					lastSweep = now
+				}
+			}
+			// What one address leaves lasts about failWindow (or
+			// logSummaryEvery, or blockFor), plus a sweep.
+			bound := int((max(failWindow, blockFor, logSummaryEvery)+2*sweepEvery)/step) + 1
+			assert.LessOrEqual(t, biggest, bound, "entries of %d addresses, one every %v", addrs, step)
+			assert.Less(t, bound, addrs, "precondition: the bound is below the addresses seen")
+			now = now.Add(failWindow + blockFor + logSummaryEvery)
+			h.sweep(false)
+			assert.Zero(t, h.size(), "the windows have passed")
+		})
+	}
+
+	t.Run("cap", func(t *testing.T) {
+		const limit = 100
+		h := newHosts(2, limit)
+		now := time.Unix(1000, 0)
+		h.now = func() time.Time { return now }
+		for i := range limit {
+			for range maxFails {
+				h.fail(host(i))
+			}
+		}
+		require.Equal(t, limit, h.size())
+		err := h.admit("192.0.2.1")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "refused: the peer tracks 100 addresses already")
+		assert.Contains(t, err.Error(), "(connections, failed handshakes, blocks; -max-hosts 100)")
+		assert.Equal(t, limit, h.size(), "no entry for the refused address")
+		h.logLine("192.0.2.1") // counted in the shared bucket, no entry made
+		assert.Equal(t, limit, h.size())
+		// However many addresses knock, every block holds to its end.
+		for i := range 3 * limit {
+			require.Error(t, h.admit(fmt.Sprintf("192.0.2.%d", i)))
+		}
+		now = now.Add(blockFor - time.Second)
+		assert.ErrorContains(t, h.admit(host(0)), "failed handshakes from "+host(0), "still blocked")
+		assert.ErrorContains(t, h.admit("192.0.2.1"), "-max-hosts 100")
+		// Once the blocks and failures are over, the table has room.
+		now = now.Add(2 * time.Second)
+		require.NoError(t, h.admit("192.0.2.1"))
+		assert.Equal(t, 1, h.size(), "the expired entries were dropped to make room")
+		h.release("192.0.2.1")
+		assert.Zero(t, h.size())
+	})
+
+	t.Run("over TCP", func(t *testing.T) {
+		f := newFakeDev()
+		lim := hostLimits()
+		lim.hosts = 1
+		addr, srv := startServer(t, f, testToken, lim)
+		holder := dialFrom(t, "127.0.0.1", addr)
+		require.Eventually(t, func() bool {
+			srv.hosts.mu.Lock()
+			defer srv.hosts.mu.Unlock()
+			return srv.hosts.m["127.0.0.1"] != nil && srv.hosts.m["127.0.0.1"].conns == 1
+		}, 5*time.Second, 10*time.Millisecond, "precondition: the first address admitted")
+		_, err := handshake(dialFrom(t, "127.0.0.2", addr), testToken)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "oob: peer refused: refused: the peer tracks 1 addresses already")
+		assert.Contains(t, err.Error(), "-max-hosts 1)")
+		holder.Close()
+		require.Eventually(t, func() bool {
+			c := dialFrom(t, "127.0.0.2", addr)
+			defer c.Close()
+			_, err := handshake(c, testToken)
+			return err == nil
+		}, 5*time.Second, 50*time.Millisecond, "room once the first address's entry expires")
+		waitIdle(t, srv, f)
+	})
+}
+
+// logLines collects a server's log lines.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logf(format string, v ...any) {
+	l.mu.Lock()
+	l.lines = append(l.lines, fmt.Sprintf(format, v...))
+	l.mu.Unlock()
+}
+
+// count is the number of lines containing s.
+func (l *logLines) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		if strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestLogThrottle: a flood of failed handshakes from one address logs a
+// burst of lines, then one summary of the rest; another address is still
+// logged, and the flooding one again once its bucket has refilled.
+func TestLogThrottle(t *testing.T) {
+	const attempts = 1000
+	f := newFakeDev()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := newServer(f, testToken, hostLimits())
+	var logged logLines
+	srv.logf = logged.logf
+	now := time.Unix(1000, 0) // frozen: no token comes back during the flood
+	var clock sync.Mutex
+	srv.hosts.now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
+	srv.hosts.maxFails = attempts + 10 // every attempt reaches the handshake
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, ln, srv) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not return within 10 s of its end")
+		}
+	})
+	addr := ln.Addr().String()
+
+	for range attempts {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, err = handshake(c, "0123456789abcdef-guess")
+		c.Close()
+		require.ErrorContains(t, err, "oob: peer refused") // authentication failed, or too many connections at once
+	}
+	// Each attempt's one line was written before its client heard the
+	// refusal: all are counted.
+	assert.Equal(t, logBurst, logged.count("127.0.0.1:"), "the burst, no more")
+	srv.hosts.mu.Lock()
+	require.NotNil(t, srv.hosts.m["127.0.0.1"])
+	assert.Equal(t, attempts-logBurst, srv.hosts.m["127.0.0.1"].log.suppressed)
+	srv.hosts.mu.Unlock()
+
+	_, err = handshake(dialFrom(t, "127.0.0.2", addr), "0123456789abcdef-guess")
+	require.ErrorContains(t, err, "authentication failed")
+	assert.Equal(t, 1, logged.count("127.0.0.2:"), "another address is logged")
+
+	clock.Lock()
+	now = now.Add(logSummaryEvery)
+	clock.Unlock()
+	summary := fmt.Sprintf("%d lines from 127.0.0.1 suppressed", attempts-logBurst)
+	require.Eventually(t, func() bool { return logged.count(summary) == 1 }, 5*time.Second, 20*time.Millisecond,
+		"the summary is logged at the next sweep")
+	_, err = handshake(dial(t, addr), "0123456789abcdef-guess")
+	require.ErrorContains(t, err, "authentication failed")
+	assert.Equal(t, logBurst+1, logged.count("127.0.0.1:"), "logged again once the bucket refilled")
+	assert.Equal(t, 1, logged.count("127.0.0.1 suppressed"), "one summary")
+}
+
+// TestSetupConcurrent: one client's Setup that is slow on the device (its
+// open blocks) does not hold another client's.
+func TestSetupConcurrent(t *testing.T) {
+	f := newFakeDev()
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	f.openHook = func(req *oob.Setup) error {
+		if req.Scenario.Role != "target" {
+			return nil
+		}
+		entered <- struct{}{}
+		select {
+		case <-release:
+			return nil
+		case <-time.After(10 * time.Second):
+			return errors.New("fake: the slow open was never released")
+		}
+	}
+	addr, srv := startServer(t, f, testToken, hostLimits())
+	unblock := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unblock) // before the server's cleanup, on any failure
+
+	slow := dialAuth(t, addr, testToken)
+	slowDone := make(chan error, 1)
+	go func() { slowDone <- setup(slow, targetSetup(1, 64)) }()
+	select {
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("precondition: the slow Setup did not reach the device")
+	}
+	fast := dialAuth(t, addr, testToken)
+	fastDone := make(chan error, 1)
+	go func() { fastDone <- setup(fast, writeEchoSetup()) }()
+	select {
+	case err := <-fastDone:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second client's Setup waited for the first one's device work")
+	}
+	select {
+	case err := <-slowDone:
+		t.Fatalf("precondition: the slow Setup ended before it was released: %v", err)
+	default:
+	}
+	unblock()
+	select {
+	case err := <-slowDone:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slow Setup did not end once released")
+	}
+	opened, _, _ := f.state()
+	assert.Equal(t, 2, opened)
+	slow.Close()
+	fast.Close()
+	waitIdle(t, srv, f)
+}
+
+// TestRingMemory: -max-mem and -total-mem count the queue rings (send and
+// receive queues or SRQ, CQ) as estimated by ringBytes; a Setup whose
+// buffers fit but whose rings do not is refused naming the value and the
+// limit.
+func TestRingMemory(t *testing.T) {
+	f := newFakeDev()
+	inline := func() *oob.Setup { r := writeEchoSetup(); r.Scenario.Inline = 512; return r }
+	t.Run("estimate", func(t *testing.T) {
+		if os.Getpagesize() != 4096 {
+			t.Skipf("the values below are for 4 KiB pages, not %d", os.Getpagesize())
+		}
+		for _, tc := range []struct {
+			name  string
+			req   *oob.Setup
+			rings int64
+		}{
+			// send ring: 8 slots × 256 B; receive: 2 × 64 B; CQ (5 CQEs): 8 × 128 B; a page each
+			{"target, 1 QP, depths 4 and 1", targetSetup(1, 64), 3 * 4096},
+			// send: 128 × 256 B; receive: a page; CQ (65): 128 × 128 B
+			{"write-echo, send depth 64", writeEchoSetup(), 32768 + 4096 + 16384},
+			// send: 128 × 1024 B (208 + 512 rounded up)
+			{"write-echo, inline 512", inline(), 131072 + 4096 + 16384},
+			// send: 4 × 128 × 256 B; one SRQ: 1024 × 64 B; CQ (2800): 4096 × 128 B
+			{"sink, 4 QPs, SRQ", &oob.Setup{Scenario: oob.Scenario{Op: "SEND", Transport: "RC", Role: "sink", Size: 64, QPs: 4,
+				SendDepth: 100, RecvDepth: 600, SlotSize: 64, SRQ: true}}, 131072 + 65536 + 524288},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				c := peer.SetupCost(tc.req, f.lim)
+				assert.Equal(t, tc.rings, ringBytes(tc.req, c))
+				assert.GreaterOrEqual(t, ringBytes(tc.req, c), c.Inline, "the rings hold the inline space")
+				assert.Equal(t, c.Registered+tc.rings, costOf(tc.req, f.lim).Mem)
+			})
+		}
+	})
+
+	req := inline() // its buffers are small, its send ring is not
+	c := peer.SetupCost(req, f.lim)
+	need := c.Registered + ringBytes(req, c)
+	require.Less(t, c.Registered+c.Inline, need-1, "precondition: the buffers and inline space fit below the limit")
+	for _, tc := range []struct {
+		name          string
+		client, total int64
+		want          string // "" = accepted
+	}{
+		{"rings over -max-mem", need - 1, 1 << 30,
+			fmt.Sprintf("memory bytes (registered + queue rings) %d exceeds this peer's limit %d per client (-max-mem)", need, need-1)},
+		{"rings at -max-mem", need, 1 << 30, ""},
+		{"rings over -total-mem", need, need - 1,
+			fmt.Sprintf("memory bytes (registered + queue rings): 0 in use by other clients + %d asked exceeds this peer's total %d (-total-mem)", need, need-1)},
+		{"rings at -total-mem", need, need, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := hostLimits()
+			lim.client.Mem, lim.total.Mem = tc.client, tc.total
+			addr, srv := startServer(t, f, testToken, lim)
+			c := dialAuth(t, addr, testToken)
+			err := setup(c, inline())
+			if tc.want == "" {
+				require.NoError(t, err)
+				assert.Equal(t, need, srv.pool.inUse().Mem)
+			} else {
+				var pe *oob.PeerError
+				require.ErrorAs(t, err, &pe)
+				assert.Contains(t, err.Error(), tc.want)
+			}
+			c.Close()
+			waitIdle(t, srv, f)
+		})
 	}
 }

@@ -3,23 +3,94 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"net"
+	"os"
+	"sort"
 	"sync"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
 	"github.com/rdmabench/rdmabench/rdmatest/peer"
 )
 
 // budget is an amount of each resource a client can make the peer create
-// (see peer.Cost): QPs, work requests of every queue, completion
-// queue entries, and memory (registered plus reserved for inline data).
+// (see costOf): QPs, work requests of every queue, completion queue
+// entries, and memory (registered plus the estimated queue rings).
 type budget struct {
 	QPs, WRs, CQEs int
 	Mem            int64
 }
 
-func costOf(c peer.Cost) budget {
-	return budget{QPs: c.QPs, WRs: c.WRs, CQEs: c.CQEs, Mem: c.Memory()}
+// costOf is what req costs against the budgets on a device with lim: the
+// QPs, work requests and CQ entries of peer.SetupCost, and as memory its
+// registered bytes plus ringBytes, the queue rings the device allocates
+// for it. The rings include the send queues' inline space (peer.Cost's
+// Inline), which is therefore not added again. req must have passed
+// peer.CheckSetup (its values are bounded).
+func costOf(req *oob.Setup, lim peer.Limits) budget {
+	c := peer.SetupCost(req, lim)
+	return budget{QPs: c.QPs, WRs: c.WRs, CQEs: c.CQEs, Mem: c.Registered + ringBytes(req, c)}
+}
+
+// The queue rings of a Setup: what the provider and the kernel allocate
+// (and, for mlx5, pin) for its send queues, receive queues or SRQ, and
+// CQ, beyond the registered buffers. It is an estimate, an upper bound
+// for mlx5 (rdma-core's libmlx5) and rxe (the kernel's rdma_rxe) as they
+// size their rings, on hosts whose cache lines are at most 64 bytes:
+//
+//   - a send WQE is sendWQEHeader bytes plus the larger of its one SGE
+//     (sgeBytes) and its inline data, rounded up to a power of two. rxe's
+//     element is struct rxe_send_wqe (208 bytes in rdma_user_rxe.h) plus
+//     that much, rounded so; mlx5's is its largest RC overhead (192
+//     bytes: control segment and the memory-window UMR segments) plus
+//     its data segment (16 bytes) or inline segment (a 4-byte header and
+//     the data), rounded up to 64 bytes, which never exceeds ours;
+//   - a receive WQE is recvWQEBytes: rxe's struct rxe_recv_wqe (40 bytes)
+//     and one SGE rounded up to a power of two; mlx5 uses 16 per SGE, or
+//     32 for an SRQ (next segment and one SGE);
+//   - a CQE is cqeBytes: rxe's element holds a kernel struct ib_wc (72
+//     bytes on 64-bit hosts), rounded up to a power of two; mlx5's CQEs
+//     are 64 bytes, or 128 where cache lines are;
+//   - a ring of depth d has the next power of two above d slots (rxe keeps
+//     one slot empty, libmlx5 asks for cqe+1 CQEs and rounds the send
+//     queue's bytes up to a power of two, which is at most our product),
+//     and is rounded up to whole pages (mlx5 puts a QP's send and receive
+//     queues in one buffer, no larger than the two rounded apart).
+//
+// Doorbell records (carved from pages the process's queues share) and the
+// context's UAR pages are not counted.
+const (
+	sendWQEHeader = 208
+	sgeBytes      = 16
+	recvWQEBytes  = 64
+	cqeBytes      = 128
+)
+
+// ringBytes estimates the queue rings of req, whose CQ has c.CQEs
+// entries (see the constants above).
+func ringBytes(req *oob.Setup, c peer.Cost) int64 {
+	sc := req.Scenario
+	page := int64(os.Getpagesize())
+	ring := func(depth, elem int64) int64 {
+		return (pow2(depth+1)*pow2(elem) + page - 1) / page * page
+	}
+	qps, send, recv := int64(sc.QPs), int64(sc.SendDepth), int64(sc.RecvDepth)
+	total := qps * ring(send, sendWQEHeader+max(sgeBytes, int64(sc.Inline)))
+	if sc.SRQ {
+		total += ring(recv, recvWQEBytes)
+	} else {
+		total += qps * ring(recv, recvWQEBytes)
+	}
+	return total + ring(int64(c.CQEs), cqeBytes)
+}
+
+// pow2 is the least power of two ≥ n (1 for n ≤ 1).
+func pow2(n int64) int64 {
+	if n <= 1 {
+		return 1
+	}
+	return 1 << bits.Len64(uint64(n-1))
 }
 
 // item is one resource of a budget, with the flag that sets its limit.
@@ -34,7 +105,7 @@ func (b budget) items(limit budget, scope string) []item {
 		{"qps", int64(b.QPs), int64(limit.QPs), "-" + scope + "-qps"},
 		{"work requests (queue depths × QPs)", int64(b.WRs), int64(limit.WRs), "-" + scope + "-wrs"},
 		{"CQ entries", int64(b.CQEs), int64(limit.CQEs), "-" + scope + "-cqe"},
-		{"memory bytes (registered + inline)", b.Mem, limit.Mem, "-" + scope + "-mem"},
+		{"memory bytes (registered + queue rings)", b.Mem, limit.Mem, "-" + scope + "-mem"},
 	}
 }
 
@@ -100,23 +171,115 @@ const (
 	blockFor   = time.Minute
 )
 
-// hosts counts connections and failed handshakes per remote address.
+// Log lines about one address (its connections, handshakes and
+// sessions) are rate-limited by a token bucket kept with its entry:
+// logBurst lines at once, then one every logEvery. The lines beyond are
+// counted, and sweep logs "N lines from HOST suppressed" once
+// logSummaryEvery has passed since the first of them (and serve, when it
+// ends, whatever is left). An entry is kept until its bucket is full
+// again and its summary logged, so that an address cannot get a fresh
+// burst by closing its connection.
+const (
+	logBurst        = 32
+	logEvery        = 250 * time.Millisecond
+	logSummaryEvery = 10 * time.Second
+)
+
+// defaultMaxHosts is -max-hosts: how many addresses the table of hosts
+// holds at most.
+//
+// An entry is dropped once nothing of it is left: no connection, no
+// failed handshake within failWindow, no block, and its log bucket full
+// with no summary pending (release drops it if so at once; sweep, every
+// sweepEvery, drops the ones that expire later: after a refusal, failed
+// handshakes or log lines).
+// When the table is full, a new address first makes admit drop the
+// expired entries; if none has expired, the new address is refused,
+// naming the limit. No live entry is ever dropped early: evicting a
+// blocked address, or one with recent failures, would let an attacker
+// clear its own block by connecting from enough other addresses. The
+// price of that choice: an attacker with more than -max-hosts addresses
+// (an IPv6 range) that fails a handshake from each can keep new addresses
+// out for about a minute at a time; addresses in the table (clients with
+// a connection open) are served on, and -max-conns still bounds what is
+// open.
+const defaultMaxHosts = 4096
+
+// sweepEvery is how often serve sweeps the table of hosts.
+const sweepEvery = time.Second
+
+// hosts counts connections, failed handshakes and log lines per remote
+// address, in a table of at most max addresses.
 type hosts struct {
 	mu       sync.Mutex
 	perHost  int
+	max      int
 	m        map[string]*hostState
 	now      func() time.Time
 	maxFails int
+	// other is the log bucket of the addresses refused because the
+	// table is full (they have no entry): one for all of them.
+	other logBucket
 }
 
 type hostState struct {
 	conns        int
 	fails        []time.Time
 	blockedUntil time.Time
+	log          logBucket
 }
 
-func newHosts(perHost int) *hosts {
-	return &hosts{perHost: perHost, m: map[string]*hostState{}, now: time.Now, maxFails: maxFails}
+// logBucket is a token bucket of log lines (see logBurst). Its zero
+// value is full.
+type logBucket struct {
+	used       float64   // tokens spent, 0..logBurst (0: full)
+	at         time.Time // when used was brought up to date
+	suppressed int       // lines dropped since the last summary
+	since      time.Time // when the first of them was dropped
+}
+
+// refill brings the bucket up to now.
+func (b *logBucket) refill(now time.Time) {
+	if d := now.Sub(b.at); d > 0 {
+		b.used = max(0, b.used-float64(d)/float64(logEvery))
+	}
+	b.at = now
+}
+
+// allow spends a token for one line, or counts the line as suppressed.
+func (b *logBucket) allow(now time.Time) bool {
+	b.refill(now)
+	if b.used+1 <= logBurst {
+		b.used++
+		return true
+	}
+	if b.suppressed == 0 {
+		b.since = now
+	}
+	b.suppressed++
+	return false
+}
+
+// summary takes the count of suppressed lines when its summary is due
+// (logSummaryEvery after the first of them), or at once when all.
+func (b *logBucket) summary(now time.Time, all bool) int {
+	n := b.suppressed
+	if n == 0 || !all && now.Sub(b.since) < logSummaryEvery {
+		return 0
+	}
+	b.suppressed = 0
+	return n
+}
+
+// quiet tells whether the bucket is full with no summary pending: a new
+// one would be the same.
+func (b *logBucket) quiet(now time.Time) bool {
+	b.refill(now)
+	return b.used == 0 && b.suppressed == 0
+}
+
+func newHosts(perHost, maxHosts int) *hosts {
+	return &hosts{perHost: perHost, max: maxHosts, m: map[string]*hostState{}, now: time.Now, maxFails: maxFails}
 }
 
 // hostOf is the address's IP (the whole string when it has no port).
@@ -135,8 +298,16 @@ func hostOf(a net.Addr) string {
 func (h *hosts) admit(host string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := h.state(host)
-	if now := h.now(); now.Before(st.blockedUntil) {
+	now := h.now()
+	if st := h.m[host]; st != nil {
+		h.prune(host, st, now) // old failures out; an expired entry goes
+	}
+	st, err := h.entry(host, now)
+	if err != nil {
+		return err
+	}
+	// A refusal keeps the entry: it is blocked, or has connections.
+	if now.Before(st.blockedUntil) {
 		return fmt.Errorf("refused: %d failed handshakes from %s within %v; try again in %v", len(st.fails), host, failWindow, st.blockedUntil.Sub(now).Round(time.Second))
 	}
 	if st.conns >= h.perHost {
@@ -146,14 +317,23 @@ func (h *hosts) admit(host string) error {
 	return nil
 }
 
-// state is host's entry, made when missing; h.mu is held.
-func (h *hosts) state(host string) *hostState {
-	st := h.m[host]
-	if st == nil {
-		st = &hostState{}
-		h.m[host] = st
+// entry is host's entry, made when missing if the table has room (after
+// dropping the expired entries when it is full); h.mu is held.
+func (h *hosts) entry(host string, now time.Time) (*hostState, error) {
+	if st := h.m[host]; st != nil {
+		return st, nil
 	}
-	return st
+	if len(h.m) >= h.max {
+		for k, st := range h.m {
+			h.prune(k, st, now)
+		}
+	}
+	if len(h.m) >= h.max {
+		return nil, fmt.Errorf("refused: the peer tracks %d addresses already (connections, failed handshakes, blocks; -max-hosts %d); try again in a minute", len(h.m), h.max)
+	}
+	st := &hostState{}
+	h.m[host] = st
+	return st, nil
 }
 
 // release ends a connection admitted for host.
@@ -165,18 +345,23 @@ func (h *hosts) release(host string) {
 		return
 	}
 	st.conns--
-	h.prune(host, st)
+	h.prune(host, st, h.now())
 }
 
 // fail records a failed handshake from host and tells how many there
-// were within failWindow, and whether host is now blocked.
+// were within failWindow, and whether host is now blocked. Host has an
+// entry (it was admitted); were the table full without one, the failure
+// would not be counted.
 func (h *hosts) fail(host string) (int, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := h.state(host)
 	now := h.now()
+	st, err := h.entry(host, now)
+	if err != nil {
+		return 0, false
+	}
 	st.fails = append(st.fails, now)
-	h.prune(host, st)
+	h.prune(host, st, now)
 	if len(st.fails) >= h.maxFails {
 		st.blockedUntil = now.Add(blockFor)
 		return len(st.fails), true
@@ -184,16 +369,55 @@ func (h *hosts) fail(host string) (int, bool) {
 	return len(st.fails), false
 }
 
-// prune forgets failures older than failWindow, and host when nothing of
-// it is left.
-func (h *hosts) prune(host string, st *hostState) {
+// logLine tells whether a line about host may be logged now (its log
+// bucket, or the shared one of the addresses without an entry); a line
+// refused is counted for the summary.
+func (h *hosts) logLine(host string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := &h.other
+	if st := h.m[host]; st != nil {
+		b = &st.log
+	}
+	return b.allow(h.now())
+}
+
+// sweep drops the expired entries and returns the summaries of
+// suppressed lines that are due (all of them when all).
+func (h *hosts) sweep(all bool) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	now := h.now()
+	var lines []string
+	for host, st := range h.m {
+		if n := st.log.summary(now, all); n > 0 {
+			lines = append(lines, fmt.Sprintf("%d lines from %s suppressed (more than %d at once or one per %v)", n, host, logBurst, logEvery))
+		}
+		h.prune(host, st, now)
+	}
+	sort.Strings(lines)
+	if n := h.other.summary(now, all); n > 0 {
+		lines = append(lines, fmt.Sprintf("%d lines from addresses refused while the table was full (-max-hosts %d) suppressed", n, h.max))
+	}
+	return lines
+}
+
+// size is the number of entries.
+func (h *hosts) size() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.m)
+}
+
+// prune forgets failures older than failWindow, and host when nothing of
+// it is left (see defaultMaxHosts); h.mu is held.
+func (h *hosts) prune(host string, st *hostState, now time.Time) {
 	i := 0
 	for i < len(st.fails) && now.Sub(st.fails[i]) > failWindow {
 		i++
 	}
 	st.fails = st.fails[i:]
-	if st.conns == 0 && len(st.fails) == 0 && !now.Before(st.blockedUntil) {
+	if st.conns == 0 && len(st.fails) == 0 && !now.Before(st.blockedUntil) && st.log.quiet(now) {
 		delete(h.m, host)
 	}
 }

@@ -35,15 +35,20 @@
 // listen on a non-loopback address without a token (from RDMA_PEER_TOKEN
 // or -token-file, never the command line) unless -trusted-network says
 // so; the handshake proves knowledge of the token without sending it, and
-// failed handshakes are logged with the address and rate-limited. A client
-// sees only the memory registered for its own scenario, with the least
-// access that scenario needs (remote write only for WRITE, remote read
-// only for READ, remote atomic only for atomics, none for SEND). Every
-// request is validated (peer.CheckSetup) and counted against the
-// per-client (-max-*) and total (-total-*) limits before anything is
-// created. SIGTERM or SIGINT ends every session within seconds (QPs to
-// error, resources released, clients told); a second signal exits at
-// once.
+// failed handshakes are logged with the address and rate-limited. What the
+// peer keeps per remote address is bounded (-max-hosts: an entry goes once
+// nothing of it is left, a blocked one never before its block ends), and
+// so are the log lines about an address (a burst, then a few a second; the
+// rest counted in one summary line). A client sees only the memory
+// registered for its own scenario, with the least access that scenario
+// needs (remote write only for WRITE, remote read only for READ, remote
+// atomic only for atomics, none for SEND). Every request is validated
+// (peer.CheckSetup) and counted against the per-client (-max-*) and total
+// (-total-*) limits before anything is created, its memory including an
+// upper-bound estimate of its queue rings. Sessions create their resources
+// concurrently: one slow Setup does not hold the others. SIGTERM or SIGINT
+// ends every session within seconds (QPs to error, resources released,
+// clients told); a second signal exits at once.
 package main
 
 import (
@@ -93,16 +98,17 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.IntVar(&l.clients, "max-clients", l.clients, "sessions served at once")
 	fs.IntVar(&l.perHost, "max-conns-per-host", l.perHost, "connections per remote address, handshakes included")
 	fs.IntVar(&l.conns, "max-conns", l.conns, "connections from all addresses together, handshakes included (more are closed unanswered)")
+	fs.IntVar(&l.hosts, "max-hosts", l.hosts, "remote addresses tracked at once (connections, recent failed handshakes, blocks, log budgets); a new address beyond is refused")
 	fs.DurationVar(&l.hello, "hello-timeout", l.hello, "deadline of a client's handshake")
 	fs.DurationVar(&l.idle, "idle", l.idle, "drop a client that sends nothing for this long while its scenario runs")
 	fs.IntVar(&l.client.QPs, "max-qps", l.client.QPs, "QPs per client")
 	fs.IntVar(&l.client.WRs, "max-wrs", l.client.WRs, "work requests per client (send and receive queue depths × QPs, SRQ)")
 	fs.IntVar(&l.client.CQEs, "max-cqe", l.client.CQEs, "completion queue entries per client")
-	fs.Int64Var(&l.client.Mem, "max-mem", l.client.Mem, "bytes per client of registered memory and inline space")
+	fs.Int64Var(&l.client.Mem, "max-mem", l.client.Mem, "bytes per client of registered memory and queue rings (send, receive and completion queues with their inline space; an upper-bound estimate)")
 	fs.IntVar(&l.total.QPs, "total-qps", l.total.QPs, "QPs of all clients together")
 	fs.IntVar(&l.total.WRs, "total-wrs", l.total.WRs, "work requests of all clients together")
 	fs.IntVar(&l.total.CQEs, "total-cqe", l.total.CQEs, "completion queue entries of all clients together")
-	fs.Int64Var(&l.total.Mem, "total-mem", l.total.Mem, "bytes of all clients together")
+	fs.Int64Var(&l.total.Mem, "total-mem", l.total.Mem, "bytes of all clients together (registered memory and queue rings, as -max-mem)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err // run prints the flags
@@ -124,6 +130,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	positive("max-clients", int64(l.clients))
 	positive("max-conns-per-host", int64(l.perHost))
 	positive("max-conns", int64(l.conns))
+	positive("max-hosts", int64(l.hosts))
 	totals := l.total.items(l.total, "total")
 	for i, it := range l.client.items(l.total, "max") {
 		positive(strings.TrimPrefix(it.flag, "-"), it.ask)

@@ -23,6 +23,7 @@ type limits struct {
 	clients int // sessions at once (after authentication)
 	perHost int // connections per remote address, handshakes included
 	conns   int // connections from all addresses together, handshakes included
+	hosts   int // remote addresses tracked at once (see defaultMaxHosts)
 	hello   time.Duration
 	idle    time.Duration
 	client  budget // per session
@@ -32,7 +33,7 @@ type limits struct {
 // defaultLimits are the flags' defaults: safe on a shared node (see the
 // README's Security section).
 var defaultLimits = limits{
-	clients: 4, perHost: 4, conns: 64, hello: 5 * time.Second, idle: 10 * time.Minute,
+	clients: 4, perHost: 4, conns: 64, hosts: defaultMaxHosts, hello: 5 * time.Second, idle: 10 * time.Minute,
 	client: budget{QPs: 16, WRs: 32768, CQEs: 65536, Mem: 64 << 20},
 	total:  budget{QPs: 64, WRs: 131072, CQEs: 262144, Mem: 256 << 20},
 }
@@ -45,9 +46,12 @@ type server struct {
 	dev   device
 	token string // empty: no authentication (loopback or -trusted-network)
 	lim   limits
-	// mu serialises the sessions' use of the device while they create
-	// resources; the data path of each session runs on its own.
-	mu    sync.Mutex
+	// Sessions create their resources concurrently (dev.open is safe for
+	// concurrent use, see device), at most lim.clients at a time: no
+	// server-wide lock is held across device work, so one slow Setup
+	// (address resolution can take a second per QP) stalls no other
+	// session. What they share is locked where it lives: the budget
+	// (pool.take), the table of hosts, the passive loops' CPUs.
 	slots chan struct{}
 	pool  pool
 	hosts *hosts
@@ -59,7 +63,7 @@ type server struct {
 
 func newServer(dev device, token string, lim limits) *server {
 	return &server{dev: dev, token: token, lim: lim, slots: make(chan struct{}, lim.clients),
-		pool: pool{total: lim.total}, hosts: newHosts(lim.perHost), logf: log.Printf}
+		pool: pool{total: lim.total}, hosts: newHosts(lim.perHost, lim.hosts), logf: log.Printf}
 }
 
 // errShutdown ends the sessions when the peer stops.
@@ -74,7 +78,29 @@ func serve(ctx context.Context, ln net.Listener, s *server) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// The table of hosts is swept every sweepEvery (expired entries
+	// dropped, due summaries of suppressed lines logged); at the end,
+	// once every session is over, the summaries still pending are.
+	swept := make(chan struct{})
+	defer func() {
+		close(swept)
+		wg.Wait()
+		s.logSweep(true)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(sweepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				s.logSweep(false)
+			case <-swept:
+				return
+			}
+		}
+	}()
 	var delay time.Duration
 	// open bounds the connections of all addresses together: the
 	// per-address limit does not stop many addresses (an IPv6 range)
@@ -128,7 +154,7 @@ func (s *server) handle(ctx context.Context, conn net.Conn) {
 	defer conn.Close()
 	who, host := conn.RemoteAddr().String(), hostOf(conn.RemoteAddr())
 	if err := s.hosts.admit(host); err != nil {
-		s.logf("%s: %v", who, err)
+		s.logHost(host, "%s: %v", who, err)
 		conn.SetDeadline(time.Now().Add(time.Second))
 		oob.WriteFrame(conn, oob.MsgError, &oob.Error{Msg: err.Error()})
 		return
@@ -153,10 +179,27 @@ func (s *server) handle(ctx context.Context, conn net.Conn) {
 	switch {
 	case err == nil:
 		s.ok.Add(1)
-		s.logf("%s: done", who)
+		s.logHost(host, "%s: done", who)
 	default:
 		s.failed.Add(1)
-		s.logf("%s: %s", who, oneLine(err))
+		if !c.logged { // a failed handshake has its line already
+			s.logHost(host, "%s: %s", who, oneLine(err))
+		}
+	}
+}
+
+// logHost logs a line about host within its log budget (see logBurst).
+func (s *server) logHost(host, format string, v ...any) {
+	if s.hosts.logLine(host) {
+		s.logf(format, v...)
+	}
+}
+
+// logSweep sweeps the table of hosts and logs the summaries of the
+// suppressed lines (all of them when all).
+func (s *server) logSweep(all bool) {
+	for _, line := range s.hosts.sweep(all) {
+		s.logf("%s", line)
 	}
 }
 
@@ -170,6 +213,7 @@ type session struct {
 	watched   chan struct{}
 	done      chan struct{}
 	told      bool
+	logged    bool // the session's end was logged (a failed handshake)
 	// mu orders the session's deadlines after the shutdown's.
 	mu       sync.Mutex
 	stopping bool
@@ -192,7 +236,7 @@ func (c *session) run(ctx context.Context) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.s.panics.Add(1)
-			c.s.logf("%s: panic: %v\n%s", c.who, r, debug.Stack())
+			c.s.logHost(c.host, "%s: panic: %v\n%s", c.who, r, debug.Stack())
 			err = c.fail(ctx, fmt.Errorf("internal error in the peer (panic: %v); the session is ended", r))
 		}
 	}()
@@ -272,7 +316,8 @@ func (c *session) authFailed(ctx context.Context, err error) error {
 	if blocked {
 		note = fmt.Sprintf("; %s refused for %v", c.host, blockFor)
 	}
-	c.s.logf("%s (client %q): failed handshake (%d from this address within %v%s): %s", c.who, c.client, n, failWindow, note, oneLine(err))
+	c.s.logHost(c.host, "%s (client %q): failed handshake (%d from this address within %v%s): %s", c.who, c.client, n, failWindow, note, oneLine(err))
+	c.logged = true
 	var ne net.Error
 	switch {
 	case errors.Is(err, errAuth):
@@ -304,7 +349,7 @@ func (c *session) serve(ctx context.Context) (err error) {
 	if err := peer.CheckSetup(&req, lim); err != nil {
 		return c.fail(ctx, err)
 	}
-	cost := costOf(peer.SetupCost(&req, lim))
+	cost := costOf(&req, lim)
 	if err := cost.within(s.lim.client); err != nil {
 		return c.fail(ctx, err)
 	}
@@ -312,14 +357,14 @@ func (c *session) serve(ctx context.Context) (err error) {
 		return c.fail(ctx, err)
 	}
 	defer s.pool.give(cost)
-	p, err := s.open(&req)
+	p, err := s.dev.open(&req) // no lock: see server
 	if err != nil {
 		return c.fail(ctx, err)
 	}
 	defer func() {
 		if err != nil {
 			if aerr := p.Abort(); aerr != nil {
-				s.logf("%s: %v", c.who, aerr)
+				s.logHost(c.host, "%s: %v", c.who, aerr)
 			}
 		}
 		if cerr := p.Close(); cerr != nil && err == nil {
@@ -348,7 +393,7 @@ func (c *session) serve(ctx context.Context) (err error) {
 	case p.CPU() >= 0:
 		loop = fmt.Sprintf("loop on CPU %d", p.CPU())
 	}
-	s.logf("%s (client %q): %s %s %s size %d qps %d, %s", c.who, c.client, sc.Role, sc.Transport, sc.Op, sc.Size, sc.QPs, loop)
+	s.logHost(c.host, "%s (client %q): %s %s %s size %d qps %d, %s", c.who, c.client, sc.Role, sc.Transport, sc.Op, sc.Size, sc.QPs, loop)
 
 	// The scenario runs; the next frame is the client's Stop (or its
 	// connection ending).
@@ -365,13 +410,6 @@ func (c *session) serve(ctx context.Context) (err error) {
 	}
 	c.deadline(step)
 	return oob.WriteFrame(conn, oob.MsgStopped, st)
-}
-
-// open makes a passive side, one session at a time.
-func (s *server) open(req *oob.Setup) (passive, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.dev.open(req)
 }
 
 // oneLine is err for a log line or an Error frame: joined errors on one
