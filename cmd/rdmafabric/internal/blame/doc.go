@@ -1,0 +1,122 @@
+// Package blame has one job: from a fabric result stream, name the bad
+// nodes and the bad links of an RDMA fabric, each with the numbers and
+// the evidence that convict it.
+//
+// # The result stream (the coordinator's contract)
+//
+// A fabric run writes one Go benchmark format stream
+// (golang.org/x/perf/benchfmt):
+//
+//	Unit MB/s better=higher
+//	Unit msgs/s better=higher
+//	Unit p50-ns better=lower
+//	fabric.node.node7.fw: 28.39.1002
+//	fabric.node.node7.link-rate-mbps: 12500
+//	fabric.node.node7.counter.symbol_error: 12
+//	BenchmarkFabric/src=node7/dst=node8/op=write/size=65536  2000  5300 ns/op  12364 MB/s  188660 msgs/s
+//
+// Rows. Every Benchmark row is one run of one scenario over one
+// directed link: its name holds a src=NODE part (the requester) and a
+// dst=NODE part (the passive side), two different nodes, written first.
+// The scenario is the rest of the name, the other key=value parts in
+// order without the -GOMAXPROCS suffix ("op=write/size=65536"); a base
+// other than Fabric stays in front ("FabricLat/op=send"); with no other
+// part the scenario is the base. Repeated rows of a link and scenario
+// are its runs. Values are read as written (MB/s is testing's unit, 10^6
+// bytes/s, not tidied to B/s). Node names are 1 to 253 ASCII letters,
+// digits, '.', '-', '_' or ':', distinct ignoring case, at most
+// MaxNodes of them.
+//
+// Units. A unit used for blame needs a direction: a `Unit NAME
+// better=higher|lower` line (benchfmt.UnitMetadata), or benchfmt's
+// built-in one (MB/s higher, ns/op lower). Read refuses a stream whose
+// MB/s, msgs/s or p50-ns has none.
+//
+// Node facts are benchfmt configuration lines, keyed
+// fabric.node.<name>.<fact> with <name> the node name in lower case (a
+// benchfmt key begins with a lower-case letter and holds no space and no
+// upper-case letter). The facts: dev (mlx5_0), fw, kernel, mtu (active,
+// bytes), link-speed ("100 Gb/sec (4X EDR)"), link-rate-mbps (width ×
+// speed in MB/s, 10^6 bytes/s, like the rows; a positive number),
+// gid-type (RoCE v2, IB), pcie-speed, pcie-width, pcie-max-speed,
+// pcie-max-width ("16.0 GT/s", "x16"), governor (cpufreq) and numa-node.
+// Other facts are kept and not judged.
+//
+// Counters are the deltas over the run of the port and hw counters,
+// fabric.node.<name>.counter.<counter>: <delta> (a number), counter
+// names lowered (port_rcv_errors, symbol_error, link_downed,
+// port_xmit_discards, rnr_nak_retry_err, duplicate_request,
+// out_of_sequence, np_cnp_sent, rp_cnp_handled,
+// np_ecn_marked_roce_packets, …). The traffic counters
+// (port_xmit_data, port_rcv_packets, …) are ignored; every other counter
+// that moved is evidence.
+//
+// A configuration line is read wherever it is, a later value replacing
+// an earlier one and an empty value deleting it; write them before the
+// rows so that any benchfmt tool shows them on every row.
+//
+// # The rules
+//
+// Metrics. Each scenario is judged on its bandwidth, MB/s if it has it,
+// else msgs/s, and, for a latency scenario (one with p50-ns and no
+// MB/s), on p50-ns too (Options.Units replaces the choice). A link's
+// value in a metric is the median over its runs: the average bandwidth
+// of each run, never a peak.
+//
+// Goodness. A link's goodness g is its value over the median value of
+// all links (inverted for lower-is-better units): 1 is typical, below 1
+// is worse. A node's score is the median g over every link it is in, as
+// source and as destination.
+//
+// Outliers. A value is an outlier below when it is under both
+// m − K·MAD and m·(1 − MinDrop), where m and MAD (scaled by 1.4826, a
+// standard deviation for normal noise) are those of the other values,
+// leaving the judged one out so that one bad node of four cannot hide
+// itself by pulling the median; at least two other values are needed.
+// K defaults to 4: with MAD as σ a healthy node is below it about once in
+// 30000. MinDrop defaults to 10%: a tight fabric has a MAD of a fraction
+// of a percent, and a node 2% slower is noise to an operator, not a node
+// to drain.
+//
+// Bad node (slow-with-all): its score is an outlier among the nodes'
+// scores, in any metric. The scores are then computed again without the
+// links to the nodes found bad, and judged again, until the bad nodes
+// settle (at most 5 rounds): a bad partner pulls a score down, most in
+// a small fabric, and is no fault of the node. Bad node (below-floor): its link-rate-mbps is
+// known and, in its best MB/s scenario, the median over its links of
+// value ÷ link rate (the lower rate of the two ends) is below Floor
+// (default 0.5): every node being equally slow hides from the relative
+// rule but not from this one; the best scenario, because small messages
+// never approach the line rate. Bad node (no-results): it has facts but
+// no row.
+//
+// Bad link (slow-link): among the links whose ends are not bad nodes,
+// its g is an outlier, and each end is healthy on its other links (its
+// median g without this link is not an outlier among the nodes'
+// scores). The links of a bad node are not named: the node explains
+// them.
+//
+// The node and link rules tell a node from a link by a node's other
+// partners: run every pair (schedule all). With two links a node
+// (schedules quick and ring) a slow link drags both its ends' scores
+// down and they are named instead; retest those nodes against each
+// other and against healthy ones before draining.
+//
+// Confirmation. With Options.Confirm, Judge names suspects, not
+// verdicts. Retests lists the second pass: each suspect node against
+// healthy nodes in both directions, each suspect link re-run as is and
+// each of its ends against a healthy third node. Confirm names a suspect
+// only when that second pass shows it again, judged against the first
+// pass's medians and thresholds (the retests run in the same session):
+// a node whose median g over its retest links is again an outlier, or
+// again below the floor, or again without a row; a link whose re-run g
+// is again an outlier while its ends are healthy with their third nodes.
+// A suspect the second pass did not measure is not confirmed.
+//
+// Evidence. Beside each verdict, stable reason codes: counter-moved,
+// and facts against the majority of nodes (more than half of those
+// reporting it): fw-differs, kernel-differs, mtu-differs, speed-differs
+// and width-differs (from link-speed), gid-type-differs; pcie-below-max
+// (trained below its maximum speed or width); governor-not-performance.
+// Evidence explains; it never names a node by itself.
+package blame

@@ -1,0 +1,380 @@
+package blame
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+)
+
+// Defaults of Options; see the package documentation for why.
+const (
+	DefaultK       = 4.0
+	DefaultMinDrop = 0.10
+	DefaultFloor   = 0.5
+)
+
+// Options tunes Judge. Zero fields take their defaults.
+type Options struct {
+	// Units are the units blamed in every scenario that has them; empty:
+	// MB/s, else msgs/s, and p50-ns in latency scenarios. A unit whose
+	// direction the stream does not give is skipped.
+	Units []string `json:"units,omitempty"`
+	// K is how many MADs below the median an outlier is (DefaultK).
+	K float64 `json:"k"`
+	// MinDrop is the least relative drop of an outlier
+	// (DefaultMinDrop); negative: none.
+	MinDrop float64 `json:"min_drop"`
+	// Floor is the least share of the link rate a node's best MB/s
+	// scenario must reach (DefaultFloor); negative: no floor rule.
+	Floor float64 `json:"floor"`
+	// Confirm makes Judge name suspects to retest, not verdicts.
+	Confirm bool `json:"confirm"`
+}
+
+// DefaultOptions returns the default options.
+func DefaultOptions() Options {
+	return Options{K: DefaultK, MinDrop: DefaultMinDrop, Floor: DefaultFloor}
+}
+
+// Check tells why o cannot be used: K not positive, MinDrop or Floor at
+// least 1, a value not finite, or an empty unit.
+func (o Options) Check() error {
+	for _, v := range []struct {
+		name string
+		val  float64
+	}{{"K", o.K}, {"MinDrop", o.MinDrop}, {"Floor", o.Floor}} {
+		if math.IsNaN(v.val) || math.IsInf(v.val, 0) {
+			return fmt.Errorf("blame options: %s is %v, want a finite number", v.name, v.val)
+		}
+	}
+	switch {
+	case o.K < 0:
+		return fmt.Errorf("blame options: K is %v, want a positive number of MADs", o.K)
+	case o.MinDrop >= 1:
+		return fmt.Errorf("blame options: MinDrop is %v, want less than 1 (a share, 0.1 = 10%%)", o.MinDrop)
+	case o.Floor >= 1:
+		return fmt.Errorf("blame options: Floor is %v, want less than 1 (a share of the link rate)", o.Floor)
+	case slices.Contains(o.Units, ""):
+		return fmt.Errorf("blame options: an empty unit")
+	}
+	return nil
+}
+
+// withDefaults fills the zero fields and clamps a negative MinDrop.
+func (o Options) withDefaults() Options {
+	if !(o.K > 0) {
+		o.K = DefaultK
+	}
+	switch {
+	case o.MinDrop == 0 || math.IsNaN(o.MinDrop) || o.MinDrop >= 1:
+		o.MinDrop = DefaultMinDrop
+	case o.MinDrop < 0:
+		o.MinDrop = 0
+	}
+	if o.Floor == 0 || math.IsNaN(o.Floor) || o.Floor >= 1 {
+		o.Floor = DefaultFloor
+	}
+	return o
+}
+
+// metric is one scenario's unit, judged on its own.
+type metric struct {
+	Scenario, Unit string
+	better         int // +1 higher is better, −1 lower
+}
+
+// metricsOf lists the metrics blamed, in scenario order; units with no
+// direction are left out.
+func metricsOf(f *Fabric, o Options) []metric {
+	var out []metric
+	for _, sc := range f.Scenarios {
+		for _, u := range unitsFor(f.Runs[sc], o.Units) {
+			if d := f.Better[u]; d != 0 {
+				out = append(out, metric{sc, u, d})
+			}
+		}
+	}
+	return out
+}
+
+// unitsFor picks the units of a scenario to blame.
+func unitsFor(have map[string]map[Link][]float64, units []string) []string {
+	var out []string
+	if len(units) > 0 {
+		for _, u := range units {
+			if have[u] != nil {
+				out = append(out, u)
+			}
+		}
+		return out
+	}
+	switch {
+	case have[unitMBps] != nil:
+		out = append(out, unitMBps)
+	case have[unitMsgs] != nil:
+		out = append(out, unitMsgs)
+	}
+	if have[unitP50] != nil && have[unitMBps] == nil {
+		out = append(out, unitP50)
+	}
+	return out
+}
+
+// analysis is one metric's links, goodness and node judgement.
+type analysis struct {
+	metric
+	links []Link
+	value []float64        // per link: median over its runs
+	g     []float64        // per link: goodness
+	ref   float64          // median value of all links
+	of    map[string][]int // node → indices of its links
+	nodes []string         // sorted nodes with a link
+	bad   map[string]bool  // nodes whose score is an outlier
+	score map[string]float64
+	// nodeTyp and nodeThr are, per node, the other nodes' median score
+	// and the score below which it is bad.
+	nodeTyp, nodeThr map[string]float64
+	// linkTyp and linkThr are the same for the links named bad.
+	linkTyp, linkThr map[Link]float64
+}
+
+// analyse computes a metric's goodness and node scores, and judges the
+// nodes.
+func analyse(f *Fabric, m metric, o Options) *analysis {
+	a := &analysis{
+		metric: m, of: make(map[string][]int), score: make(map[string]float64),
+		nodeTyp: make(map[string]float64), nodeThr: make(map[string]float64),
+		linkTyp: make(map[Link]float64), linkThr: make(map[Link]float64),
+	}
+	runs := f.Runs[m.Scenario][m.Unit]
+	for _, l := range f.Links {
+		if r := runs[l]; len(r) > 0 {
+			i := len(a.links)
+			a.links, a.value = append(a.links, l), append(a.value, median(r))
+			a.of[l.Src], a.of[l.Dst] = append(a.of[l.Src], i), append(a.of[l.Dst], i)
+		}
+	}
+	a.ref = median(a.value)
+	a.g = make([]float64, len(a.value))
+	for i, v := range a.value {
+		a.g[i] = a.goodness(v)
+	}
+	a.nodes = sortedKeys(a.of)
+	a.judgeNodes(o)
+	return a
+}
+
+// maxRounds bounds the rounds of judgeNodes.
+const maxRounds = 5
+
+// judgeNodes scores and judges the nodes, then again leaving out of
+// every score the links to the nodes found bad, until the bad nodes no
+// longer change (at most maxRounds): a bad node pulls down the scores
+// of its partners, most in a small fabric, and a bad partner is no
+// fault of theirs.
+func (a *analysis) judgeNodes(o Options) {
+	a.bad = make(map[string]bool)
+	scores := make([]float64, len(a.nodes))
+	for range maxRounds {
+		for i, n := range a.nodes {
+			scores[i] = a.nodeScore(n, -1)
+		}
+		t := leaveOneOut(scores, o.K, o.MinDrop)
+		bad := make(map[string]bool)
+		for i, n := range a.nodes {
+			a.score[n], a.nodeTyp[n], a.nodeThr[n] = scores[i], t.typical[i], t.threshold[i]
+			if scores[i] < t.threshold[i] {
+				bad[n] = true
+			}
+		}
+		if maps.Equal(bad, a.bad) {
+			return
+		}
+		a.bad = bad
+	}
+}
+
+// goodness is v against the median link: above 1 better, below worse.
+// With no usable median every link is typical.
+func (a *analysis) goodness(v float64) float64 {
+	switch {
+	case !(a.ref > 0):
+		return 1
+	case a.better > 0:
+		return max(v, 0) / a.ref
+	case v > 0:
+		return a.ref / v
+	}
+	return 1
+}
+
+// scored lists the indices of the links node's score is over: its
+// links but skip (−1: none) and, unless none would be left, those to
+// nodes found bad.
+func (a *analysis) scored(node string, skip int) []int {
+	var out, toBad []int
+	for _, i := range a.of[node] {
+		l := a.links[i]
+		switch {
+		case i == skip:
+		case a.bad[l.Src] && l.Src != node, a.bad[l.Dst] && l.Dst != node:
+			toBad = append(toBad, i)
+		default:
+			out = append(out, i)
+		}
+	}
+	if len(out) == 0 {
+		return toBad
+	}
+	return out
+}
+
+// nodeScore is the median goodness of the links node is scored on (see
+// scored); NaN for none.
+func (a *analysis) nodeScore(node string, skip int) float64 {
+	return median(a.pick(a.g, a.scored(node, skip)))
+}
+
+// nodeMedian is the median value of the links node is scored on.
+func (a *analysis) nodeMedian(node string) float64 {
+	return median(a.pick(a.value, a.scored(node, -1)))
+}
+
+// pick returns the elements idx of v.
+func (a *analysis) pick(v []float64, idx []int) []float64 {
+	out := make([]float64, len(idx))
+	for k, i := range idx {
+		out[k] = v[i]
+	}
+	return out
+}
+
+// judgement is what Judge found, before it becomes a Report.
+type judgement struct {
+	o        Options
+	analyses []*analysis
+	nodes    map[string][]Finding
+	links    map[Link][]Finding
+}
+
+// Judge names the bad nodes and bad links of f by the rules of the
+// package documentation; with o.Confirm it names suspects to retest
+// (Retests, Confirm) instead.
+func Judge(f *Fabric, o Options) Report {
+	return judge(f, o).report(f)
+}
+
+func judge(f *Fabric, o Options) *judgement {
+	j := &judgement{o: o.withDefaults(), nodes: make(map[string][]Finding), links: make(map[Link][]Finding)}
+	for _, m := range metricsOf(f, j.o) {
+		j.analyses = append(j.analyses, analyse(f, m, j.o))
+	}
+	j.slowNodes()
+	j.floorNodes(f)
+	j.silentNodes(f)
+	j.slowLinks()
+	return j
+}
+
+// slowNodes names the nodes whose score is an outlier in a metric.
+func (j *judgement) slowNodes() {
+	for _, a := range j.analyses {
+		for _, n := range a.nodes {
+			if !a.bad[n] {
+				continue
+			}
+			j.nodes[n] = append(j.nodes[n], Finding{
+				Code: CodeSlowWithAll, Scenario: a.Scenario, Unit: a.Unit, Pass: 1,
+				Score: rel(a.score[n], a.nodeTyp[n]), Threshold: rel(a.nodeThr[n], a.nodeTyp[n]),
+				Median: a.nodeMedian(n), Links: len(a.scored(n, -1)),
+			})
+		}
+	}
+}
+
+// floorNodes names the nodes below the floor.
+func (j *judgement) floorNodes(f *Fabric) {
+	if j.o.Floor < 0 {
+		return
+	}
+	for n, fd := range floorFindings(f, linkRates(f), j.o.Floor) {
+		fd.Pass = 1
+		j.nodes[n] = append(j.nodes[n], fd)
+	}
+}
+
+// silentNodes names the nodes with facts and no row.
+func (j *judgement) silentNodes(f *Fabric) {
+	for _, n := range silent(f) {
+		j.nodes[n] = append(j.nodes[n], Finding{Code: CodeNoResults, Pass: 1})
+	}
+}
+
+// silent lists the nodes of f with no link.
+func silent(f *Fabric) []string {
+	in := make(map[string]bool)
+	for _, l := range f.Links {
+		in[l.Src], in[l.Dst] = true, true
+	}
+	var out []string
+	for _, n := range f.Nodes {
+		if !in[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// slowLinks names, in each metric, the links between nodes not named
+// whose goodness is an outlier while both ends are healthy on their
+// other links.
+func (j *judgement) slowLinks() {
+	for _, a := range j.analyses {
+		var cand []int
+		for i, l := range a.links {
+			if j.nodes[l.Src] == nil && j.nodes[l.Dst] == nil {
+				cand = append(cand, i)
+			}
+		}
+		gs := make([]float64, len(cand))
+		for ci, i := range cand {
+			gs[ci] = a.g[i]
+		}
+		t := leaveOneOut(gs, j.o.K, j.o.MinDrop)
+		for ci, i := range cand {
+			l := a.links[i]
+			if !(gs[ci] < t.threshold[ci]) || !a.endsHealthy(l, i) {
+				continue
+			}
+			a.linkTyp[l], a.linkThr[l] = t.typical[ci], t.threshold[ci]
+			j.links[l] = append(j.links[l], Finding{
+				Code: CodeSlowLink, Scenario: a.Scenario, Unit: a.Unit, Pass: 1,
+				Score: rel(gs[ci], t.typical[ci]), Threshold: rel(t.threshold[ci], t.typical[ci]),
+				Median: a.value[i], Links: 1,
+			})
+		}
+	}
+}
+
+// endsHealthy reports whether both ends of link i score normally
+// without it.
+func (a *analysis) endsHealthy(l Link, i int) bool {
+	for _, n := range []string{l.Src, l.Dst} {
+		if a.nodeScore(n, i) < a.nodeThr[n] {
+			return false
+		}
+	}
+	return true
+}
+
+// rel is x relative to typical, x itself when typical is not positive.
+func rel(x, typical float64) float64 {
+	if typical > 0 && !math.IsInf(x, 0) {
+		return x / typical
+	}
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return 0
+	}
+	return x
+}
