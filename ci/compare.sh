@@ -23,7 +23,9 @@
 #   BENCH       -test.bench regex              (default .)
 #   COUNT       runs per side of each benchmark (default 14)
 #   BLOCK       runs per turn (default 1: see ci/interleave.sh)
-#   BENCHTIME   -test.benchtime per run        (default 0.1s)
+#   BENCHTIME   -test.benchtime of the pilot run that fixes each
+#               benchmark's count, N, then run as Nx on both sides
+#               (default 0.1s; a count Nx is used as is)
 #   BENCHARGS   extra test binary flags        (default none)
 #   GATEFLAGS   flags for ci/gate, e.g. "-threshold 10% -allow-missing"
 #   RUNNER      command prefix that provides the RDMA device

@@ -24,21 +24,27 @@
 # and costs no process start per run (about 2 s each in the guest).
 #
 # The benchmarks are the ones BENCH_REGEX selects in either binary,
-# listed first by one -test.benchtime 1x pass of each (OUTDIR/list.txt),
-# and each is then run alone through an exact -test.bench pattern (each
-# name element quoted and anchored). Either binary may be "-" to run only
-# the other side (comparison against a stored results file).
+# listed first by one pilot pass of each at BENCHTIME (OUTDIR/list.txt,
+# with each benchmark's count), and each is then run alone through an
+# exact -test.bench pattern (each name element quoted and anchored) at a
+# fixed count, the same on both sides: -test.benchtime Nx, N the smaller
+# of the two pilots' b.N. The same work on both sides, and one setup per
+# run instead of one per call of testing's b.N ramp (about three). When
+# BENCHTIME is itself a count (Nx), it is used as is. Either binary may
+# be "-" to run only the other side (comparison against a stored results
+# file).
 #
 # Meant to run inside the RDMA runner in ONE boot:
 #   go run ./loopback/cmd/rxevm -- bash ci/interleave.sh A B OUTDIR COUNT REGEX
 # so OUTDIR and the binaries must be under the shared (read-write) repo
 # directory, not /tmp.
 #
-# Environment: BLOCK (runs per turn, default 1), BENCHTIME
-# (-test.benchtime, default 1s), BENCHARGS (extra test binary flags, e.g.
-# "-test.benchmem"), TURN_WAIT (seconds to wait for a process's next
-# message, default 600; a process that sends none is stopped). The benchmarks run with the working directory
-# bench_test/ when it exists, as `go test` would.
+# Environment: BLOCK (runs per turn, default 1), BENCHTIME (the pilot's
+# -test.benchtime, default 1s, or a fixed count Nx for every run),
+# BENCHARGS (extra test binary flags, e.g. "-test.benchmem"), TURN_WAIT
+# (seconds to wait for a process's next message, default 600; a process
+# that sends none is stopped). The benchmarks run with the working
+# directory bench_test/ when it exists, as `go test` would.
 # A binary whose benchmarks do not take turns (built before RDMA_TURN, or
 # a benchmark that skips or fails) ends the comparison with an error.
 # Exit: 0 all runs succeeded; 1 a run failed (its output is kept and the
@@ -52,6 +58,7 @@ usage() {
 [[ $# -eq 5 ]] || usage
 old_bin=$1 new_bin=$2 outdir=$3 count=$4 bench=$5
 block=${BLOCK:-1}
+benchtime=${BENCHTIME:-1s}
 [[ $count =~ ^[1-9][0-9]*$ ]] || { echo "interleave.sh: COUNT must be a positive integer, got '$count'" >&2; exit 2; }
 [[ $block =~ ^[1-9][0-9]*$ ]] || { echo "interleave.sh: BLOCK must be a positive integer, got '$block'" >&2; exit 2; }
 [[ $old_bin != - || $new_bin != - ]] || { echo "interleave.sh: both binaries are -" >&2; exit 2; }
@@ -76,15 +83,18 @@ fail() {
 	exit 1
 }
 
-# list LABEL BIN: the benchmarks BENCH_REGEX selects in BIN, one full name
-# a line (without the -GOMAXPROCS suffix), from one -test.benchtime 1x pass.
+# list LABEL BIN: the benchmarks BENCH_REGEX selects in BIN, one a line:
+# its full name (without the -GOMAXPROCS suffix) and the b.N testing's
+# ramp chose for it in one pilot run at BENCHTIME (1 when BENCHTIME is
+# already a count: the pilot is then -test.benchtime 1x).
 list() {
-	local label=$1 bin=$2 out=$outdir/list-$1.out
+	local label=$1 bin=$2 out=$outdir/list-$1.out pilot=$benchtime
 	[[ $bin == - ]] && return 0
+	[[ $pilot == *x ]] && pilot=1x
 	# shellcheck disable=SC2086 # BENCHARGS is a list of flags.
-	(cd "$rundir" && "$bin" -test.run '^$' -test.bench "$bench" -test.count 1 -test.benchtime 1x ${BENCHARGS:-}) >"$out" 2>&1 ||
-		fail "$label" "listing pass (-test.benchtime 1x)" "$out"
-	awk '/^Benchmark/ && $2 ~ /^[0-9]+$/ { n = $1; sub(/-[0-9]+$/, "", n); print n }' "$out"
+	(cd "$rundir" && "$bin" -test.run '^$' -test.bench "$bench" -test.count 1 -test.benchtime "$pilot" ${BENCHARGS:-}) >"$out" 2>&1 ||
+		fail "$label" "pilot pass (-test.benchtime $pilot)" "$out"
+	awk '/^Benchmark/ && $2 ~ /^[0-9]+$/ { n = $1; sub(/-[0-9]+$/, "", n); print n, $2 }' "$out"
 }
 
 # exact NAME: a -test.bench pattern that selects NAME alone: every
@@ -122,7 +132,7 @@ start() {
 		rc=0
 		# shellcheck disable=SC2086 # BENCHARGS is a list of flags.
 		(cd "$rundir" && RDMA_TURN=$tdir/$label.in,$tdir/$label.out exec "$bin" -test.run '^$' -test.bench "$pattern" \
-			-test.count "$count" -test.benchtime "${BENCHTIME:-1s}" ${BENCHARGS:-}) \
+			-test.count "$count" -test.benchtime "$fixed" ${BENCHARGS:-}) \
 			>>"$outdir/$label.txt" 2>>"$outdir/$label.stderr" || rc=$?
 		echo "status $rc" >&"$fout"
 	) &
@@ -184,15 +194,21 @@ turn() {
 	echo "interleave.sh: $where $label: ${msg%% *} after $((SECONDS - t0)) s" >&2
 }
 
-{ list old "$old_bin"; list new "$new_bin"; } | awk '!seen[$0]++' >"$outdir/list.txt"
-names=()
-while IFS= read -r name; do names+=("$name"); done <"$outdir/list.txt"
+# Every benchmark runs at one fixed count on both sides: the smaller of
+# the two pilots' b.N (or BENCHTIME itself when it is a count), so that
+# both sides do the same work, and a run costs one setup (the engine
+# skips the b.N = 1 call testing discards: probe.go).
+{ list old "$old_bin"; list new "$new_bin"; } |
+	awk '!($1 in n) { order[++k] = $1; n[$1] = $2 } $2 < n[$1] { n[$1] = $2 } END { for (i = 1; i <= k; i++) print order[i], n[order[i]] }' >"$outdir/list.txt"
+names=() counts=()
+while read -r name n; do names+=("$name") counts+=("$n"); done <"$outdir/list.txt"
 ((${#names[@]} > 0)) || { echo "interleave.sh: -test.bench '$bench' selects no benchmark in either binary" >&2; exit 1; }
 blocks=$(((count + block - 1) / block))
 echo "interleave.sh: ${#names[@]} benchmarks (list in $outdir/list.txt), each $count runs per side in $blocks blocks of ≤ $block runs, ABBA by block: old new, new old, ..." >&2
 start_all=$SECONDS
 for ((b = 0; b < ${#names[@]}; b++)); do
-	name=${names[b]} pattern=$(exact "${names[b]}")
+	name=${names[b]} pattern=$(exact "${names[b]}") fixed=${counts[b]}x
+	[[ $benchtime == *x ]] && fixed=$benchtime
 	sides=()
 	for label in old new; do
 		bin=${label}_bin

@@ -22,8 +22,13 @@ import (
 func fakeBinary(t *testing.T, dir, label string, fail, turns bool) string {
 	t.Helper()
 	calls := filepath.Join(dir, "calls.log")
-	results := "echo 'BenchmarkFake/size=8-2 100 1000 ns/op 1500 p99-ns'\n" +
-		"echo 'BenchmarkFake/size=1.5(x)-2 100 1000 ns/op 1500 p99-ns'\n"
+	// The b.N of the two benchmarks differ by side, as two builds' ramps may.
+	n8, n15 := "100", "50"
+	if label == "new" {
+		n8, n15 = "80", "70"
+	}
+	results := "echo 'BenchmarkFake/size=8-2 " + n8 + " 1000 ns/op 1500 p99-ns'\n" +
+		"echo 'BenchmarkFake/size=1.5(x)-2 " + n15 + " 1000 ns/op 1500 p99-ns'\n"
 	body := "#!/usr/bin/env bash\n" +
 		"echo \"" + label + " $*\" >> " + calls + "\n" +
 		"echo 'goos: linux'\necho 'Unit p99-ns better=lower'\n"
@@ -50,12 +55,18 @@ func fakeBinary(t *testing.T, dir, label string, fail, turns bool) string {
 
 func runInterleave(t *testing.T, args ...string) (int, string) {
 	t.Helper()
+	return runInterleaveAt(t, "3x", args...)
+}
+
+// runInterleaveAt runs interleave.sh with BENCHTIME=benchtime, BLOCK=2.
+func runInterleaveAt(t *testing.T, benchtime string, args ...string) (int, string) {
+	t.Helper()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash not installed")
 	}
 	cmd := exec.Command(bash, append([]string{"../interleave.sh"}, args...)...)
-	cmd.Env = append(os.Environ(), "BENCHTIME=3x", "BLOCK=2")
+	cmd.Env = append(os.Environ(), "BENCHTIME="+benchtime, "BLOCK=2")
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode(), string(out)
@@ -74,7 +85,7 @@ func TestInterleaveScript(t *testing.T) {
 
 	calls, err := os.ReadFile(filepath.Join(dir, "calls.log"))
 	require.NoError(t, err)
-	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
+	lines := oldFirst(strings.Split(strings.TrimSpace(string(calls)), "\n"))
 	list := " -test.run ^$ -test.bench ^BenchmarkFake$ -test.count 1 -test.benchtime 1x"
 	want := []string{"old" + list, "new" + list}
 	// Each benchmark alone, exactly: both sides started with its 3 runs,
@@ -91,7 +102,7 @@ func TestInterleaveScript(t *testing.T) {
 	assert.Contains(t, log, "2 benchmarks")
 	listed, err := os.ReadFile(filepath.Join(out, "list.txt"))
 	require.NoError(t, err)
-	assert.Equal(t, "BenchmarkFake/size=8\nBenchmarkFake/size=1.5(x)\n", string(listed))
+	assert.Equal(t, "BenchmarkFake/size=8 80\nBenchmarkFake/size=1.5(x) 50\n", string(listed), "the names and the smaller of the two pilots' counts")
 	for _, side := range []string{"old", "new"} {
 		data, err := os.ReadFile(filepath.Join(out, side+".txt"))
 		require.NoError(t, err)
@@ -102,6 +113,52 @@ func TestInterleaveScript(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, s.Benches[s.Order[0]].Samples["p99-ns"], 6)
 	}
+}
+
+// oldFirst puts the start lines of the two sides of a benchmark, which
+// start at once and log in either order, old first.
+func oldFirst(lines []string) []string {
+	for i := 0; i+1 < len(lines); i++ {
+		a, b := lines[i], lines[i+1]
+		if strings.HasPrefix(a, "new -test.") && strings.HasPrefix(b, "old -test.") && a[3:] == b[3:] {
+			lines[i], lines[i+1] = b, a
+		}
+	}
+	return lines
+}
+
+// TestInterleaveScriptPilot: at a BENCHTIME that is a duration, the
+// pilot pass runs at it, and every run of a benchmark on both sides is at
+// the smaller of the two pilots' b.N.
+func TestInterleaveScriptPilot(t *testing.T) {
+	dir := t.TempDir()
+	oldBin, newBin := fakeBinary(t, dir, "old", false, true), fakeBinary(t, dir, "new", false, true)
+	out := filepath.Join(dir, "out")
+
+	code, log := runInterleaveAt(t, "0.1s", oldBin, newBin, out, "2", "^BenchmarkFake$")
+	require.Equal(t, 0, code, log)
+
+	calls, err := os.ReadFile(filepath.Join(dir, "calls.log"))
+	require.NoError(t, err)
+	var starts []string
+	for _, line := range strings.Split(string(calls), "\n") {
+		if strings.Contains(line, "-test.benchtime") {
+			starts = append(starts, line)
+		}
+	}
+	pilot := " -test.run ^$ -test.bench ^BenchmarkFake$ -test.count 1 -test.benchtime 0.1s"
+	run := func(label, pattern, n string) string {
+		return label + " -test.run ^$ -test.bench " + pattern + " -test.count 2 -test.benchtime " + n
+	}
+	// Both sides of a benchmark start at once: their lines come in either order.
+	assert.ElementsMatch(t, []string{
+		"old" + pilot, "new" + pilot,
+		run("old", `^BenchmarkFake$/^size=8$`, "80x"), run("new", `^BenchmarkFake$/^size=8$`, "80x"),
+		run("old", `^BenchmarkFake$/^size=1\.5\(x\)$`, "50x"), run("new", `^BenchmarkFake$/^size=1\.5\(x\)$`, "50x"),
+	}, starts)
+	listed, err := os.ReadFile(filepath.Join(out, "list.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "BenchmarkFake/size=8 80\nBenchmarkFake/size=1.5(x) 50\n", string(listed))
 }
 
 // TestInterleaveScriptNoTurns: a binary that runs without taking turns
@@ -130,7 +187,7 @@ func TestInterleaveScriptFailure(t *testing.T) {
 	oldBin, newBin := fakeBinary(t, dir, "old", false, true), fakeBinary(t, dir, "new", true, true)
 	code, log := runInterleave(t, oldBin, newBin, filepath.Join(dir, "out"), "3", ".")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, log, "new listing pass (-test.benchtime 1x) failed")
+	assert.Contains(t, log, "new pilot pass (-test.benchtime 1x) failed")
 	assert.Contains(t, log, "panic: boom")
 	calls, err := os.ReadFile(filepath.Join(dir, "calls.log"))
 	require.NoError(t, err)

@@ -46,6 +46,9 @@ import (
 func Stream(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
 	takeTurn(b)
+	if probeCall(b) {
+		return // testing discards this call (probe.go)
+	}
 	s.begin(b, d, KindStream)
 	if s.Threads > 0 { // may oversubscribe on purpose: see streamThreads
 		streamThreads(b, d, s)
