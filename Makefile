@@ -75,8 +75,9 @@ bench: build
 
 # make compare OLD=<ref|file> NEW=<ref|file>: both builds run against
 # each other one benchmark at a time in one device session, COMPARE_COUNT
-# runs per side of -benchtime COMPARE_BENCHTIME: both builds' processes
-# stay ready and take turns run by run (COMPARE_BLOCK runs a turn),
+# runs per side, each at the fixed count a pilot run of -benchtime
+# COMPARE_BENCHTIME chose (the same on both sides): both builds'
+# processes stay ready and take turns run by run (COMPARE_BLOCK runs a turn),
 # old new new old ... within the benchmark, so that paired runs are about
 # a second apart (docs/compare.md), then the regression gate with paired
 # runs and -detect 25%: exit 0 pass, 1 regression, 3 some benchmark
@@ -88,7 +89,7 @@ bench: build
 OLD ?= HEAD
 NEW ?= HEAD
 SLOW ?=
-COMPARE_COUNT ?= $(if $(filter command line environment,$(origin COUNT)),$(COUNT),14)
+COMPARE_COUNT ?= $(if $(filter command line environment,$(origin COUNT)),$(COUNT),30)
 COMPARE_BENCHTIME ?= $(if $(filter command line environment,$(origin BENCHTIME)),$(BENCHTIME),0.1s)
 COMPARE_BLOCK ?= 1
 compare: build

@@ -21,7 +21,7 @@
 #
 # Environment:
 #   BENCH       -test.bench regex              (default .)
-#   COUNT       runs per side of each benchmark (default 14)
+#   COUNT       runs per side of each benchmark (default 30)
 #   BLOCK       runs per turn (default 1: see ci/interleave.sh)
 #   BENCHTIME   -test.benchtime of the pilot run that fixes each
 #               benchmark's count, N, then run as Nx on both sides
@@ -62,7 +62,7 @@ done
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 BENCH=${BENCH:-.}
-COUNT=${COUNT:-14}
+COUNT=${COUNT:-30}
 BENCHTIME=${BENCHTIME:-0.1s}
 SLOW=${SLOW:-}
 export BLOCK=${BLOCK:-1}
@@ -113,7 +113,9 @@ prepare() {
 	fi
 	printf -v "bin_$label" '%s' "$work/$label.test"
 	printf -v "res_$label" '%s' "$work/$label.txt"
-	echo "$label: git $arg = $commit${SLOW:+ (self-check build: $SLOW slower)}" >>"$work/meta.txt"
+	local note=
+	[[ $label == new && -n $SLOW ]] && note=" (self-check build: $SLOW slower)"
+	echo "$label: git $arg = $commit$note" >>"$work/meta.txt"
 }
 
 if [[ -n $SLOW && ! $SLOW =~ ^[0-9.]+%?:.+ ]]; then

@@ -7,7 +7,7 @@
 # gate must exit 1, name the slowed benchmark and not the other.
 #
 # This checks the machinery end to end, not the gate's power (that was
-# measured on the whole matrix: docs/compare.md, items 9-11), so it must
+# measured on the whole matrix: docs/compare.md, items 9-14), so it must
 # not fail by chance: the slowed benchmark's loop takes 3x as long
 # (SLOW=200%), beyond the up to 2x its runs spread in the guest, so
 # OLD's and NEW's runs barely overlap and the U test's p is near its

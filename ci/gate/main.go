@@ -237,9 +237,12 @@ func resultText(code int, rep *Report) string {
 	case ExitRegression:
 		return fmt.Sprintf("FAIL: %d regressions, %d missing in NEW", len(rep.Regressions()), len(rep.Missing))
 	case ExitUndecided:
-		blind, few := len(rep.Families)-rep.Decidable(), 0
+		blind, few := 0, 0
 		for _, f := range rep.Families {
-			if f.Undecided && !f.Blind {
+			switch {
+			case f.Blind:
+				blind++
+			case f.Undecided:
 				few++
 			}
 		}

@@ -260,11 +260,12 @@ func seesText(d float64) string {
 }
 
 // Decidable counts the benchmarks that can see the slowdown -detect asks
-// for (all of them without -detect).
+// for (without -detect: those with enough runs to reach their level).
+// A benchmark with too few runs sees nothing: it is not decidable.
 func (r *Report) Decidable() int {
 	n := 0
 	for _, f := range r.Families {
-		if !f.Blind {
+		if !f.Undecided {
 			n++
 		}
 	}
