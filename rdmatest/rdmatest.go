@@ -188,6 +188,12 @@ type Counters = engine.Counters
 // ReadCounters reads a port's sysfs counters and hw_counters.
 func ReadCounters(dev string, port int) (Counters, error) { return engine.ReadCounters(dev, port) }
 
+// ReadCountersIn is ReadCounters under root, a directory laid out as
+// /sys/class/infiniband (a fake tree in tests, or another mount).
+func ReadCountersIn(root, dev string, port int) (Counters, error) {
+	return engine.ReadCountersIn(root, dev, port)
+}
+
 // Delta returns after-before for every counter that grew; counters that
 // went backwards or disappeared make it also return an error naming them.
 func Delta(before, after Counters) (Counters, error) { return engine.Delta(before, after) }

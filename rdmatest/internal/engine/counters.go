@@ -58,8 +58,14 @@ var WatchedCounters = []string{
 // hw_counters); a file that cannot be read or does not hold a decimal
 // number is an error naming it.
 func ReadCounters(dev string, port int) (Counters, error) {
+	return ReadCountersIn(SysfsRoot, dev, port)
+}
+
+// ReadCountersIn is ReadCounters under root instead of SysfsRoot (a
+// directory laid out as /sys/class/infiniband).
+func ReadCountersIn(root, dev string, port int) (Counters, error) {
 	c := Counters{}
-	base := filepath.Join(SysfsRoot, dev, "ports", strconv.Itoa(port))
+	base := filepath.Join(root, dev, "ports", strconv.Itoa(port))
 	found := 0
 	for _, d := range []struct{ dir, prefix string }{{"counters", ""}, {"hw_counters", "hw_"}} {
 		dir := filepath.Join(base, d.dir)
