@@ -33,12 +33,14 @@ all: build
 
 # make deps: the Debian/Ubuntu packages this machine lacks (go doc
 # ./ci/deps: the user-space RDMA stack everywhere; qemu, a kernel that
-# ships rdma_rxe and busybox only without native RDMA, or for make test,
-# which boots guests on every machine), then the Go modules. ci/deps uses
-# the standard library only: it runs before go mod download.
+# ships rdma_rxe, busybox, and slurm-wlm and munge for the guests' Slurm
+# cluster (their services kept from starting on the host) only without
+# native RDMA, or for make test, which boots guests on every machine),
+# then the Go modules. ci/deps uses the standard library only: it runs
+# before go mod download. A change to its package lists runs it again.
 DEPS_VM := $(if $(filter test,$(MAKECMDGOALS)),-vm)
 deps: .cache/deps$(DEPS_VM).stamp
-.cache/deps.stamp .cache/deps-vm.stamp:
+.cache/deps.stamp .cache/deps-vm.stamp: ci/deps/packages.go
 	@command -v go >/dev/null || { echo "make deps: Go is not installed (https://go.dev/dl, Go >= 1.26)"; exit 1; }
 	go run ./ci/deps $(DEPS_VM)
 	go mod download

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -107,13 +106,6 @@ func pairVM(vm *VM, i int, ports [2]int, timeout time.Duration) *VM {
 	return &c
 }
 
-// guestResult is how one guest's Run ended.
-type guestResult struct {
-	code    int
-	err     error
-	stopped bool // Run stopped it because of the other guest
-}
-
 // portAttempts is how often Run tries new ports when a qemu cannot bind
 // the one it was given (another process took it meanwhile).
 const portAttempts = 3
@@ -146,93 +138,25 @@ func (p *Pair) Run(ctx context.Context, jobA, jobB Job, outA, outB io.Writer) (c
 		if err != nil {
 			return -1, -1, err
 		}
-		res, retry := p.runOnce(ctx, ports, timeout, [2]Job{jobA, jobB}, [2]io.Writer{outA, outB})
+		jobs, outs := [2]Job{jobA, jobB}, [2]io.Writer{outA, outB}
+		guests := make([]guest, 2)
+		for i, vm := range []*VM{p.A, p.B} {
+			guests[i] = guest{name: PairSides[i].Role, vm: pairVM(vm, i, ports, timeout), job: pairJob(jobs[i], i), out: outs[i]}
+		}
+		res, retry := runGuests(ctx, guests)
 		if retry && attempt < portAttempts {
 			continue
 		}
-		return res[0].code, res[1].code, pairError(res)
-	}
-}
-
-// runOnce runs the pair on ports. retry tells that a qemu could not bind
-// its port (another process took it meanwhile).
-func (p *Pair) runOnce(ctx context.Context, ports [2]int, timeout time.Duration, jobs [2]Job, outs [2]io.Writer) (res [2]guestResult, retry bool) {
-	var done [2]chan guestResult
-	var cancels [2]context.CancelFunc
-	for i, vm := range []*VM{p.A, p.B} {
-		gctx, cancel := context.WithCancel(ctx)
-		cancels[i] = cancel
-		defer cancel()
-		done[i] = make(chan guestResult, 1)
-		go func() {
-			code, err := pairVM(vm, i, ports, timeout).Run(gctx, pairJob(jobs[i], i), outs[i])
-			done[i] <- guestResult{code: code, err: err}
-		}()
-	}
-	defer func() {
-		for _, r := range res {
-			if r.err != nil && strings.Contains(r.err.Error(), "Address already in use") {
-				retry = true
-			}
+		if msg, cause := groupError(guests, res); msg != "" {
+			return res[0].code, res[1].code, &PairError{msg: msg, err: cause}
 		}
-	}()
-
-	// The first guest to end badly stops the other.
-	first := 0
-	select {
-	case res[0] = <-done[0]:
-	case res[1] = <-done[1]:
-		first = 1
+		return res[0].code, res[1].code, nil
 	}
-	other := 1 - first
-	bad := res[first].err != nil || res[first].code != 0
-	if bad && ctx.Err() == nil { // not the deadline, which ends both anyway
-		cancels[other]()
-		res[other] = <-done[other]
-		res[other].stopped = res[other].err != nil
-		return res, false
-	}
-	res[other] = <-done[other]
-	return res, false
 }
 
-// pairError describes how a pair's run failed, or returns nil when both
-// guests ended by themselves.
-func pairError(res [2]guestResult) error {
-	var failed, stopped []string
-	var cause error
-	for i, r := range res {
-		role := PairSides[i].Role
-		switch {
-		case r.stopped:
-			stopped = append(stopped, fmt.Sprintf("guest %s was stopped because guest %s ended first", role, PairSides[1-i].Role))
-		case r.err != nil:
-			failed = append(failed, fmt.Sprintf("guest %s: %s", role, strings.TrimPrefix(r.err.Error(), "loopback: ")))
-			if cause == nil {
-				cause = r.err
-			}
-		case res[1-i].stopped:
-			failed = append(failed, fmt.Sprintf("guest %s's command exited with status %d", role, r.code))
-		}
-	}
-	if len(failed)+len(stopped) == 0 {
-		return nil
-	}
-	// The stopped guest goes last: a failure's console tail is long.
-	return &PairError{msg: "loopback: " + strings.Join(append(failed, stopped...), "; "), err: cause}
-}
-
-// PairError is the error of a pair's run that one guest ended badly.
-type PairError struct {
-	msg string
-	err error
-}
-
-// Error names each guest and what happened to it.
-func (e *PairError) Error() string { return e.msg }
-
-// Unwrap returns the first guest failure, if any.
-func (e *PairError) Unwrap() error { return e.err }
+// PairError is the error of a pair's run that one guest ended badly: a
+// [ClusterError] whose guests are named a and b.
+type PairError = ClusterError
 
 // freePorts returns two UDP ports of 127.0.0.1 that were free a moment ago.
 func freePorts() ([2]int, error) {

@@ -47,8 +47,12 @@ type Job struct {
 	// ActiveTimeout bounds the wait for the device's port to become ACTIVE.
 	ActiveTimeout time.Duration `json:"active_timeout"`
 	// Net, when set, puts the device on the guest's virtio NIC (see
-	// [VM.NIC]) instead of a veth pair. [Pair.Run] sets it.
+	// [VM.NIC]) instead of a veth pair. [Pair.Run] and [Cluster.Run] set
+	// it.
 	Net *GuestNet `json:"net,omitempty"`
+	// Hostname, when set, is the guest's host name ([Cluster.Run] sets
+	// it); the default is the kernel's, "(none)".
+	Hostname string `json:"hostname,omitempty"`
 }
 
 // GuestNet is the address of a guest's virtio NIC, which rxe runs on.
@@ -57,11 +61,18 @@ type GuestNet struct {
 	MAC string `json:"mac"`
 	// Addr is its address with prefix length, e.g. "192.0.2.1/24".
 	Addr string `json:"addr"`
+	// Hosts, when set, are the lines of the guest's /etc/hosts after
+	// the localhost entries ("192.0.2.1 node1", ...): the guest sees them
+	// instead of the host's file, which it cannot change (the host root
+	// is read-only).
+	Hosts []string `json:"hosts,omitempty"`
 }
 
 // NIC is a guest's virtio network card on qemu's UDP socket backend: each
 // qemu sends the guest's Ethernet frames as datagrams from its Port on
-// 127.0.0.1 to the other's PeerPort, one frame a datagram.
+// 127.0.0.1 to the other's PeerPort, one frame a datagram (a [Pair]'s
+// wire), or, when Group is set, to a multicast group that every qemu of
+// the same virtual L2 has joined on 127.0.0.1 (a [Cluster]'s hub).
 //
 // Datagrams, not qemu's TCP mode (listen=/connect=): over a TCP stream the
 // guests' small frames wait on Nagle's algorithm and delayed ACKs of the
@@ -73,6 +84,9 @@ type NIC struct {
 	MAC string
 	// Port is this qemu's UDP port on 127.0.0.1; PeerPort the other's.
 	Port, PeerPort int
+	// Group, when set, is the multicast group and UDP port of the L2
+	// ("239.1.2.3:40000"); Port and PeerPort are then unused.
+	Group string
 }
 
 // VM boots a qemu guest with Soft-RoCE and runs one Job in it.
@@ -271,6 +285,12 @@ func (vm *VM) Initramfs(job Job) ([]byte, error) {
 	}
 	a.add("job.json", 0o644, j)
 	a.add("share.path", 0o644, []byte(vm.Share))
+	if job.Hostname != "" {
+		a.add("hostname", 0o644, []byte(job.Hostname))
+	}
+	if job.Net != nil && len(job.Net.Hosts) > 0 {
+		a.add("hosts", 0o644, []byte(hostsFile(job.Net.Hosts)))
+	}
 	for _, d := range []string{"proc", "sys", "dev", "tmp", "newroot"} {
 		a.mkdirAll(d)
 	}
@@ -280,6 +300,11 @@ func (vm *VM) Initramfs(job Job) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// hostsFile is the guest's /etc/hosts: localhost, then lines.
+func hostsFile(lines []string) string {
+	return "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" + strings.Join(lines, "\n") + "\n"
 }
 
 // Markers the guest prints on its console.
@@ -312,6 +337,12 @@ share=$(cat /share.path)
 if [ -n "$share" ]; then
   mkdir -p "/newroot$share" 2>/dev/null # a share under /tmp is on the new tmpfs
   mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 share "/newroot$share" || fatal "cannot mount the share $share read-write"
+fi
+if [ -f /hostname ]; then
+  hostname "$(cat /hostname)" || fatal "cannot set the host name $(cat /hostname)"
+fi
+if [ -f /hosts ]; then
+  mount --bind /hosts /newroot/etc/hosts || fatal "cannot mount the guest's /etc/hosts"
 fi
 cp /agent /newroot/tmp/rdmabench-agent && cp /job.json /newroot/tmp/rdmabench-job.json || fatal "cannot copy the agent"
 echo "rdmabench guest: starting the agent"
@@ -350,9 +381,11 @@ func (vm *VM) QemuArgs(initrd string, consoleFD, outputFD int) []string {
 		"-device", "virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot",
 	}
 	if n := vm.NIC; n != nil {
-		args = append(args,
-			"-netdev", fmt.Sprintf("socket,id=n0,udp=127.0.0.1:%d,localaddr=127.0.0.1:%d", n.PeerPort, n.Port),
-			"-device", "virtio-net-pci,netdev=n0,mac="+n.MAC)
+		netdev := fmt.Sprintf("socket,id=n0,udp=127.0.0.1:%d,localaddr=127.0.0.1:%d", n.PeerPort, n.Port)
+		if n.Group != "" {
+			netdev = "socket,id=n0,mcast=" + n.Group + ",localaddr=127.0.0.1"
+		}
+		args = append(args, "-netdev", netdev, "-device", "virtio-net-pci,netdev=n0,mac="+n.MAC)
 	}
 	if vm.Share != "" {
 		// qemu's option syntax escapes a comma in a value by doubling it.
@@ -448,8 +481,8 @@ func (vm *VM) Run(ctx context.Context, job Job, out io.Writer) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("loopback: starting qemu: %w", err)
 	}
-	// A single guest's vCPUs get a host CPU each; a pair's two guests
-	// share the host's CPUs, and neither is pinned.
+	// A single guest's vCPUs get a host CPU each; the guests of a pair
+	// or a cluster share the host's CPUs, and none is pinned.
 	if vm.NIC == nil {
 		cpus := vm.CPUs
 		if cpus <= 0 {

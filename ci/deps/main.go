@@ -15,6 +15,17 @@
 // release that carries rdma_rxe (linux-modules-extra-<release>); on Debian
 // linux-image-<arch>.
 //
+// The guest's packages include slurm-wlm and munge (the Slurm cluster of
+// guests, ci/fabric/cluster.sh, runs the host's binaries). Their services
+// must not run on the host, so before installing them it keeps them from
+// starting: where systemd runs, it masks munge.service, slurmd.service
+// and slurmctld.service (systemctl mask: the packages' scripts start no
+// masked unit, and the mask holds across reboots; systemctl unmask undoes
+// it); elsewhere, when there is no /usr/sbin/policy-rc.d, it installs one
+// that denies those three for the time of the install and removes it
+// afterwards (an existing policy-rc.d, such as Docker's, which denies
+// every start, is left as it is).
+//
 // Before installing it runs apt-get update and checks with apt-cache
 // policy that every missing package has a candidate; one without stops
 // the run before anything is installed, with its name. It installs with
@@ -52,6 +63,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -191,8 +203,99 @@ func deps(dry, vm bool, stdout, stderr io.Writer) error {
 	if err := checkCandidates(missing, distro, name); err != nil {
 		return err
 	}
+	mask, policy := servicePlan(missing, isDir(systemdDir), exists(policyRCD))
+	if len(mask) > 0 {
+		fmt.Fprintf(stderr, "make deps: masking %s: the Slurm cluster's guests start their own daemons, the host must not (systemctl unmask undoes it)\n", strings.Join(mask, " "))
+		if err := sudo(stderr, queryTimeout, append([]string{"systemctl", "mask"}, mask...)...); err != nil {
+			return err
+		}
+	}
+	if policy {
+		remove, err := denyServices(stderr)
+		if err != nil {
+			return err
+		}
+		defer remove()
+	}
 	fmt.Fprintf(stderr, "make deps: installing %s\n", strings.Join(missing, " "))
 	return sudo(stderr, installTimeout, append([]string{"env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-o", "DPkg::Lock::Timeout=" + lockTimeout, "install", "-y", "-qq", "--no-install-recommends"}, missing...)...)
+}
+
+// Where systemd keeps its runtime state (a directory only while systemd
+// runs) and where the Debian packages' scripts look for a policy on
+// starting services; variables for the tests.
+var (
+	systemdDir = "/run/systemd/system"
+	policyRCD  = "/usr/sbin/policy-rc.d"
+)
+
+// servicePlan says how the services of the cluster packages among
+// missing are kept from starting when they are installed: mask lists the
+// systemd units to mask first (systemd runs), policy asks for a
+// temporary policy-rc.d that denies them (no systemd, and no policy-rc.d
+// already). Neither when no cluster package is missing, nor when a
+// policy-rc.d exists and systemd does not run: that policy decides.
+func servicePlan(missing []string, systemd, policyExists bool) (mask []string, policy bool) {
+	needed := false
+	for _, p := range clusterPackages {
+		if slices.Contains(missing, p) {
+			needed = true
+		}
+	}
+	switch {
+	case !needed:
+		return nil, false
+	case systemd:
+		return slices.Clone(clusterServices), false
+	default:
+		return nil, !policyExists
+	}
+}
+
+// denyPolicy is the temporary policy-rc.d: it denies (101) the cluster
+// packages' init scripts and allows (0) everything else, as if there
+// were no policy.
+const denyPolicy = `#!/bin/sh
+# Installed by make deps (ci/deps) for the time of an apt-get install:
+# the Slurm cluster's services must not start on this host.
+case "$1" in munge|slurmd|slurmctld) exit 101 ;; esac
+exit 0
+`
+
+// denyServices installs denyPolicy as policy-rc.d and returns what
+// removes it again.
+func denyServices(stderr io.Writer) (remove func(), err error) {
+	f, err := os.CreateTemp("", "policy-rc.d")
+	if err != nil {
+		return nil, fmt.Errorf("writing a policy-rc.d: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(denyPolicy)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing a policy-rc.d: %w", err)
+	}
+	fmt.Fprintf(stderr, "make deps: %s denies munge, slurmd and slurmctld while they are installed\n", policyRCD)
+	if err := sudo(stderr, queryTimeout, "install", "-m", "0755", f.Name(), policyRCD); err != nil {
+		return nil, err
+	}
+	return func() {
+		if err := sudo(stderr, queryTimeout, "rm", "-f", policyRCD); err != nil {
+			fmt.Fprintf(stderr, "make deps: removing the temporary %s: %v (remove it by hand)\n", policyRCD, err)
+		}
+	}, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // arch is the Debian architecture of this machine: dpkg's word, else

@@ -56,12 +56,24 @@ var qemuPackages = map[string]string{
 	"arm64": "qemu-system-arm",
 }
 
+// clusterPackages are what the Slurm cluster of qemu guests runs
+// (ci/fabric/cluster.sh): the guests see the host's root read-only, so
+// the daemons and the client commands come from the host. Their services
+// must not run on the host: see clusterServices.
+var clusterPackages = []string{"slurm-wlm", "munge"}
+
+// clusterServices are the systemd units (and, without the .service
+// suffix, the init scripts) of clusterPackages: make deps keeps them
+// from starting on the host (see deps).
+var clusterServices = []string{"munge.service", "slurmd.service", "slurmctld.service"}
+
 // Packages returns the packages h needs, in install order: the user-space
 // RDMA stack and tools always; the qemu guest's (qemu, a kernel that
-// ships rdma_rxe, busybox-static for the initramfs) only when h has no
-// native RDMA or asks for the guest (VM). The kernel is linux-image-<arch>
-// on Debian, and linux-image-generic plus linux-modules-extra-<release>
-// (where Ubuntu keeps rdma_rxe) on Ubuntu. It fails for a distribution
+// ships rdma_rxe, busybox-static for the initramfs) and the guest
+// cluster's (slurm-wlm, munge) only when h has no native RDMA or asks for
+// the guest (VM). The kernel is linux-image-<arch> on Debian, and
+// linux-image-generic plus linux-modules-extra-<release> (where Ubuntu
+// keeps rdma_rxe) on Ubuntu. It fails for a distribution
 // outside the Debian family, and for a guest on an architecture without
 // a known qemu package or on Ubuntu without UbuntuKernel.
 func Packages(h Host) ([]string, error) {
@@ -87,7 +99,8 @@ func Packages(h Host) ([]string, error) {
 		}
 		pkgs = append(pkgs, "linux-image-generic", "linux-modules-extra-"+h.UbuntuKernel)
 	}
-	return append(pkgs, "busybox-static"), nil
+	pkgs = append(pkgs, "busybox-static")
+	return append(pkgs, clusterPackages...), nil
 }
 
 // ParseDistro reads an os-release file: Debian or Ubuntu by ID, or by

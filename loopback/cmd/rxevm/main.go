@@ -33,6 +33,19 @@
 // the guest. When one command fails the other guest is stopped (and
 // stderr says so). A guest or setup failure exits 125 with a message that
 // names the guest.
+//
+// With -cluster N (2 to 8) it boots N guests on one virtual Ethernet
+// segment (see loopback.Cluster) and runs the same command in each:
+//
+//	go run ./loopback/cmd/rxevm -cluster 4 -- COMMAND [ARGS...]
+//
+// Guest i is named node(i+1) and has 192.0.2.(i+1) on eth0, with rxe0 on
+// it; the command learns its place from RDMA_NODE_INDEX (from 0),
+// RDMA_NODE_NAME, RDMA_NODES (all addresses), RDMA_NODE_NAMES and
+// RDMA_LOCAL_ADDR. Each output line is prefixed with "[nodeK] ". The exit
+// status is the first non-zero status in guest order; when one command
+// fails the others are stopped. ci/fabric/cluster.sh boots a Slurm
+// cluster this way.
 package main
 
 import (
@@ -61,14 +74,15 @@ func run() int {
 		forceVM = flag.Bool("vm", false, "run in the qemu guest even when the host has RDMA")
 		share   = flag.String("share", ".", "host directory mounted read-write in the guest (at the same path)")
 		timeout = flag.Duration("timeout", 30*time.Minute, "deadline for the whole guest run, boot included")
-		memory  = flag.Int("mem", 0, "guest memory in MiB (default 2048; 1024 each with -pair)")
-		cpus    = flag.Int("smp", 0, "guest vCPUs (default 2; 1 each with -pair)")
+		memory  = flag.Int("mem", 0, "guest memory in MiB (default 2048; 1024 each with -pair, 256 each with -cluster)")
+		cpus    = flag.Int("smp", 0, "guest vCPUs (default 2; 1 each with -pair or -cluster)")
 		pair    = flag.Bool("pair", false, "boot two guests linked by a virtual wire and run COMMAND_A ::: COMMAND_B, one in each")
+		cluster = flag.Int("cluster", 0, fmt.Sprintf("boot this many guests (2..%d) on one virtual Ethernet segment and run COMMAND in each", loopback.MaxClusterSize))
 		netdev  = flag.String("netdev", "", "host network interface for a new rxe device (kind 2 machines); default: a veth pair made for the run ("+loopback.HostVethName+", "+loopback.HostVethAddr+"), so RoCE stays off the host's real network")
 		verbose = flag.Bool("v", false, "print the guest console (kernel messages, init progress) to stderr")
 	)
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: rxevm [flags] -- COMMAND [ARGS...]\n       rxevm -pair [flags] -- COMMAND_A [ARGS...] ::: COMMAND_B [ARGS...]\n")
+		fmt.Fprintf(os.Stderr, "usage: rxevm [flags] -- COMMAND [ARGS...]\n       rxevm -pair [flags] -- COMMAND_A [ARGS...] ::: COMMAND_B [ARGS...]\n       rxevm -cluster N [flags] -- COMMAND [ARGS...]\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -83,6 +97,30 @@ func run() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	switch {
+	case *pair && *cluster != 0:
+		fmt.Fprintf(os.Stderr, "rxevm: -pair and -cluster exclude each other\n")
+		return 2
+	case *cluster != 0 && (*cluster < 2 || *cluster > loopback.MaxClusterSize):
+		fmt.Fprintf(os.Stderr, "rxevm: -cluster %d is out of range 2..%d\n", *cluster, loopback.MaxClusterSize)
+		return 2
+	}
+	if *cluster != 0 {
+		c, err := loopback.NewCluster(*cluster)
+		if err != nil {
+			return fail(err)
+		}
+		c.Timeout = *timeout
+		for _, vm := range c.VMs {
+			if *memory > 0 {
+				vm.MemoryMiB = *memory
+			}
+			if *cpus > 0 {
+				vm.CPUs = *cpus
+			}
+		}
+		return runCluster(ctx, c, *share, *verbose, args)
+	}
 	if *pair {
 		argsA, argsB, err := splitPair(args)
 		if err != nil {
