@@ -55,3 +55,6 @@ step "two hosts: every benchmark (-short) against rdmapeer in a second guest, th
 go build -o .cache/rdmapeer ./cmd/rdmapeer
 rm -f .cache/twohost.done .cache/twohost.kill .cache/twohost.token
 RDMA_REQUIRE=1 .cache/rxevm -pair -timeout 15m -- bash ci/twohost.sh ::: bash ci/twohost.sh
+
+step "a Slurm cluster of 4 guests: munge, slurmctld, slurmd, srun across all four (the fabric pass's base)"
+RXEVM=.cache/rxevm bash ci/fabric/cluster.sh
