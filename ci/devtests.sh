@@ -23,9 +23,18 @@ for p in "$@"; do
 	# Tests run in their package directory, as with go test.
 	# The wire tests need a peer on another host: they run in the two-host
 	# pass (ci/twohost.sh), not here.
-	(cd "$root/$p" && "$bin" -test.count 1 -test.timeout 10m -test.v -test.skip '^TestWire' -rdma.timeout 10s 2>&1) |
-		grep -E '^(=== RUN|--- |\s+--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
-	rc=${PIPESTATUS[0]}
+	# The log shows each test's name and result; when the package fails,
+	# its whole output follows (testify's Error, expected and actual
+	# lines included), at most its last 400 lines, and stays in
+	# .cache/devtests-PKG.log.
+	log=$root/.cache/devtests-${p//\//_}.log
+	(cd "$root/$p" && "$bin" -test.count 1 -test.timeout 10m -test.v -test.skip '^TestWire' -rdma.timeout 10s 2>&1) >"$log"
+	rc=$?
+	grep -E '^(=== RUN|--- |\s+--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' "$log"
+	if ((rc != 0)); then
+		echo "=== the whole output of $p's device tests (last 400 lines; all of it in $log)"
+		grep -Ev '^=== (PAUSE|CONT) ' "$log" | tail -n 400
+	fi
 	if [[ $p == verbs ]]; then
 		echo "=== benchmark of the post/poll path (must report 0 allocs/op): $p"
 		out=$(cd "$root/$p" && "$bin" -test.run '^$' -test.bench PostPoll -test.benchtime 500x -test.timeout 5m 2>&1)

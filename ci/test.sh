@@ -24,7 +24,17 @@ step "unit tests on the host (device tests skip here; they run on a device below
 RDMA_REQUIRE=0 CI= go test -count=1 -timeout 10m ./...
 
 step "VM failure tests of the loopback runner"
-RDMA_VM_TESTS=1 go test -count=1 -timeout 15m -run VM -v ./loopback/ 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)' 
+# The log shows each test's name and result; on a failure, the whole
+# output follows (at most its last 400 lines; all of it in the file).
+vmlog=.cache/vmtests.log
+vmrc=0
+RDMA_VM_TESTS=1 go test -count=1 -timeout 15m -run VM -v ./loopback/ >"$vmlog" 2>&1 || vmrc=$?
+grep -E '^(=== RUN|--- |\s+--- |PASS|FAIL|ok|panic)' "$vmlog" || true
+if ((vmrc != 0)); then
+	echo "=== the whole output of the VM tests (last 400 lines; all of it in $vmlog)"
+	grep -Ev '^=== (PAUSE|CONT) ' "$vmlog" | tail -n 400
+	exit "$vmrc"
+fi
 
 step "brief fuzzing of every parser of outside input"
 # A count, not a duration: with -fuzztime 5s, Go 1.26's fuzz coordinator
