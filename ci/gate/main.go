@@ -246,8 +246,12 @@ func resultText(code int, rep *Report) string {
 				few++
 			}
 		}
-		return fmt.Sprintf("CANNOT DECIDE: no regression found, but %d of %d benchmarks are UNDECIDED (%d too noisy to see %s, %d with too few runs; -allow-undecided accepts this)",
-			few+blind, len(rep.Families), blind, pct(rep.Opt.Detect), few)
+		why := fmt.Sprintf("%d with too few runs", few)
+		if d := rep.Opt.Detect; d > 0 && d != Off {
+			why = fmt.Sprintf("%d too noisy to see %s, %s", blind, pct(d), why)
+		}
+		return fmt.Sprintf("CANNOT DECIDE: no regression found, but %d of %d benchmarks are UNDECIDED (%s; -allow-undecided accepts this)",
+			few+blind, len(rep.Families), why)
 	}
 	return "ERROR: nothing gated to compare (no shared benchmark with a unit of known direction and a threshold)"
 }
