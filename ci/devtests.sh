@@ -31,6 +31,7 @@ for p in "$@"; do
 	(cd "$root/$p" && "$bin" -test.count 1 -test.timeout 10m -test.v -test.skip '^TestWire' -rdma.timeout 10s 2>&1) >"$log"
 	rc=$?
 	grep -E '^(=== RUN|--- |\s+--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' "$log"
+	bash "$root/ci/skips.sh" "$log" "the device tests of $p"
 	if ((rc != 0)); then
 		echo "=== the whole output of $p's device tests (last 400 lines; all of it in $log)"
 		grep -Ev '^=== (PAUSE|CONT) ' "$log" | tail -n 400
@@ -71,9 +72,14 @@ for p in "$@"; do
 	fi
 	if [[ $p == bench_test ]]; then
 		echo "=== benchmarks (-short smoke run): $p"
+		# -test.v: a benchmark prints its skip only then (the lines that
+		# only name a benchmark are left out of the log).
+		blog=$root/.cache/devtests-bench.log
 		(cd "$root/$p" && "$bin" -test.run '^$' -test.bench . -test.short -test.benchtime 100x \
-			-test.timeout 10m -rdma.timeout 10s 2>&1)
+			-test.v -test.timeout 10m -rdma.timeout 10s 2>&1) >"$blog"
 		rc2=$?
+		grep -vE '^Benchmark[^[:space:]]*$' "$blog"
+		bash "$root/ci/skips.sh" "$blog" "the benchmarks (-short)"
 		((rc == 0)) && rc=$rc2
 	fi
 	if ((rc != 0)); then

@@ -61,10 +61,15 @@ b)
 	fi
 	RDMA_PEER_TOKEN=$(cat "$token_file")
 	export RDMA_PEER_TOKEN
+	# -test.v: a benchmark prints its skip only then (the lines that only
+	# name a benchmark are left out of the log).
+	blog=$root/.cache/twohost-bench.log
 	(cd bench_test && ../.cache/testbin/bench_test.test -test.run '^$' -test.short -test.benchtime 100x \
-		-test.bench "${TWOHOST_BENCH:-.}" \
-		-rdma.peer "$peer" -rdma.timeout 20s 2>&1)
+		-test.bench "${TWOHOST_BENCH:-.}" -test.v \
+		-rdma.peer "$peer" -rdma.timeout 20s 2>&1) >"$blog"
 	rc=$?
+	grep -vE '^Benchmark[^[:space:]]*$' "$blog"
+	bash "$root/ci/skips.sh" "$blog" "the benchmarks against the peer (-short)"
 	if ((rc == 0)); then
 		echo "=== faults over the wire"
 		(cd rdmatest/internal/engine && RDMA_WIRE_FAULTS=1 RDMA_PEER_KILL_FILE=$kill_flag "$root"/.cache/testbin/rdmatest_internal_engine.test \

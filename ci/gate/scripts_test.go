@@ -207,3 +207,18 @@ func TestInterleaveScriptUsage(t *testing.T) {
 		assert.Equal(t, 2, code, "%v: %s", args, log)
 	}
 }
+
+// TestSkipsScript: ci/skips.sh counts the skips of tests and benchmarks
+// (-test.v output) and names them.
+func TestSkipsScript(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not installed")
+	}
+	log := filepath.Join(t.TempDir(), "log")
+	require.NoError(t, os.WriteFile(log, []byte("BenchmarkA\nBenchmarkA/sub=1\n    x_test.go:3: no device\n--- SKIP: BenchmarkA/sub=1\n"+
+		"=== RUN   TestX\n--- SKIP: TestX (0.00s)\n    --- SKIP: TestX/y (0.00s)\n--- PASS: TestZ (0.00s)\nPASS\n"), 0o644))
+	out, err := exec.Command(bash, "../skips.sh", log, "demo").CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Equal(t, "skips in demo: 3\n  skipped: BenchmarkA/sub=1\n  skipped: TestX\n  skipped: TestX/y\n", string(out))
+}
