@@ -24,17 +24,17 @@ for p in "$@"; do
 	# The wire tests need a peer on another host: they run in the two-host
 	# pass (ci/twohost.sh), not here.
 	# The log shows each test's name and result; when the package fails,
-	# its whole output follows (testify's Error, expected and actual
-	# lines included), at most its last 400 lines, and stays in
-	# .cache/devtests-PKG.log.
+	# the whole output of its failing tests follows (testify's Error,
+	# expected and actual lines included: ci/failed.sh), and all of it
+	# stays in .cache/devtests-PKG.log.
 	log=$root/.cache/devtests-${p//\//_}.log
 	(cd "$root/$p" && "$bin" -test.count 1 -test.timeout 10m -test.v -test.skip '^TestWire' -rdma.timeout 10s 2>&1) >"$log"
 	rc=$?
 	grep -E '^(=== RUN|--- |\s+--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' "$log"
 	bash "$root/ci/skips.sh" "$log" "the device tests of $p"
 	if ((rc != 0)); then
-		echo "=== the whole output of $p's device tests (last 400 lines; all of it in $log)"
-		grep -Ev '^=== (PAUSE|CONT) ' "$log" | tail -n 400
+		echo "=== the whole output of $p's failing device tests (all of the log in $log)"
+		bash "$root/ci/failed.sh" "$log"
 	fi
 	if [[ $p == verbs ]]; then
 		echo "=== benchmark of the post/poll path (must report 0 allocs/op): $p"

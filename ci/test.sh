@@ -25,14 +25,14 @@ RDMA_REQUIRE=0 CI= go test -count=1 -timeout 10m ./...
 
 step "VM failure tests of the loopback runner"
 # The log shows each test's name and result; on a failure, the whole
-# output follows (at most its last 400 lines; all of it in the file).
+# output of the failing tests follows (ci/failed.sh; all of it in the file).
 vmlog=.cache/vmtests.log
 vmrc=0
 RDMA_VM_TESTS=1 go test -count=1 -timeout 15m -run VM -v ./loopback/ >"$vmlog" 2>&1 || vmrc=$?
 grep -E '^(=== RUN|--- |\s+--- |PASS|FAIL|ok|panic)' "$vmlog" || true
 if ((vmrc != 0)); then
-	echo "=== the whole output of the VM tests (last 400 lines; all of it in $vmlog)"
-	grep -Ev '^=== (PAUSE|CONT) ' "$vmlog" | tail -n 400
+	echo "=== the whole output of the failing VM tests (all of the log in $vmlog)"
+	bash ci/failed.sh "$vmlog"
 	exit "$vmrc"
 fi
 
