@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/facts"
+	"github.com/rdmabench/rdmabench/cmd/internal/facts"
 )
 
 // builtinDirs are the units benchfmt knows the direction of

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/facts"
+	"github.com/rdmabench/rdmabench/cmd/internal/facts"
 )
 
 // stubCounters returns a ReadCounters that hands out snaps in turn.

@@ -1,23 +1,31 @@
-package facts_test
+package blame_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rdmabench/rdmabench/cmd/internal/facts"
 	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/blame"
-	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/facts"
 )
 
-// TestRoundTrip writes the facts and counter lines of the two fake trees
+// factsTree is one of package facts' fake sysfs and procfs trees.
+func factsTree(name string) facts.Source {
+	root := filepath.Join("..", "..", "..", "internal", "facts", "testdata", name)
+	return facts.Source{Sys: filepath.Join(root, "sys"), Proc: filepath.Join(root, "proc")}
+}
+
+// TestFactsRoundTrip writes the facts and counter lines of the two fake trees
 // into a fabric stream and checks that blame.Read accepts them and
 // exposes the same facts and counters.
-func TestRoundTrip(t *testing.T) {
-	mlx5, err := facts.Collect(source("testdata/mlx5"), "mlx5_0", 1, mlx5Attrs)
+func TestFactsRoundTrip(t *testing.T) {
+	mlx5, err := facts.Collect(factsTree("mlx5"), "mlx5_0", 1,
+		facts.PortAttrs{ActiveMTU: 4096, ActiveWidth: 4, ActiveSpeed: 25, GIDType: "IB", FW: "28.39.1002"})
 	require.NoError(t, err)
-	rxe, err := facts.Collect(source("testdata/rxe"), "rxe0", 1, facts.PortAttrs{ActiveMTU: 1024, GIDType: "RoCE v2"})
+	rxe, err := facts.Collect(factsTree("rxe"), "rxe0", 1, facts.PortAttrs{ActiveMTU: 1024, GIDType: "RoCE v2"})
 	require.NoError(t, err)
 	delta := facts.Counters{"symbol_error": 12, "VL15_dropped": 1, "port_xmit_data": 4096}
 

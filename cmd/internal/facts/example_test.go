@@ -3,7 +3,7 @@ package facts_test
 import (
 	"fmt"
 
-	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/facts"
+	"github.com/rdmabench/rdmabench/cmd/internal/facts"
 )
 
 // Collect the facts of an mlx5 port (a fake sysfs tree: PCIe gen3 x16

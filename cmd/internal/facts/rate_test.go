@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/facts"
+	"github.com/rdmabench/rdmabench/cmd/internal/facts"
 )
 
 func TestParseRate(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/facts"
+	"github.com/rdmabench/rdmabench/cmd/internal/facts"
 )
 
 // source returns the Source of a fake tree with sys/ and proc/.
