@@ -149,74 +149,95 @@ func expand(tb testing.TB, op verbs.Opcode, variants []axes) []case_ {
 	return out
 }
 
-// points is the cartesian product of one variant's axes.
+// points is the cartesian product of one variant's axes, in the order
+// of scenario.Axes: each point sets its values in the Spec, and its
+// name's parts are the axes' formats of them (scenario.Parse reads the
+// same grammar back).
 func points(op verbs.Opcode, v axes) []case_ {
 	pts := []case_{{spec: scenario.Spec{Op: op}}}
-	dim := func(key string, n int, apply func(c *case_, i int) string) {
-		if n == 0 {
-			return
-		}
-		var next []case_
-		for _, c := range pts {
-			for i := range n {
-				c2 := c
-				c2.name = c2.name.With(key, apply(&c2, i))
-				next = append(next, c2)
-			}
-		}
-		pts = next
+	values := setters(v)
+	for _, a := range scenario.Axes() {
+		pts = dim(pts, a, values[a.Key])
 	}
-	dim("op", len(v.op), func(c *case_, i int) string {
-		c.spec.Op = v.op[i]
-		return map[verbs.Opcode]string{verbs.OpFetchAdd: "fadd", verbs.OpCmpSwap: "cas", verbs.OpWrite: "write", verbs.OpSendImm: "send"}[v.op[i]]
-	})
-	dim("transport", len(v.transport), func(c *case_, i int) string { c.spec.Transport = v.transport[i]; return v.transport[i].String() })
-	dim("size", len(v.size), func(c *case_, i int) string { c.spec.Size = v.size[i]; return fmt.Sprint(v.size[i]) })
-	dim("qd", len(v.qd), func(c *case_, i int) string { c.spec.QD = v.qd[i]; return fmt.Sprint(v.qd[i]) })
-	dim("qps", len(v.qps), func(c *case_, i int) string { c.spec.QPs = v.qps[i]; return fmt.Sprint(v.qps[i]) })
-	dim("inline", len(v.inline), func(c *case_, i int) string { c.spec.Inline = v.inline[i]; return fmt.Sprint(v.inline[i]) })
-	dim("batch", len(v.batch), func(c *case_, i int) string { c.spec.Batch = v.batch[i]; return fmt.Sprint(v.batch[i]) })
-	dim("signal", len(v.signal), func(c *case_, i int) string { c.spec.Signal = v.signal[i]; return fmt.Sprint(v.signal[i]) })
-	dim("mode", len(v.event), func(c *case_, i int) string {
-		c.spec.Event = v.event[i]
-		return map[bool]string{false: "poll", true: "event"}[v.event[i]]
-	})
-	dim("srq", len(v.srq), func(c *case_, i int) string { c.spec.SRQ = v.srq[i]; return fmt.Sprint(v.srq[i]) })
-	dim("bidir", len(v.bidir), func(c *case_, i int) string { c.spec.Bidir = v.bidir[i]; return fmt.Sprint(v.bidir[i]) })
-	dim("hdr", len(v.hdr), func(c *case_, i int) string { c.spec.HeaderOnly = v.hdr[i]; return fmt.Sprint(v.hdr[i]) })
-	dim("counters", len(v.counters), func(c *case_, i int) string { c.spec.Counters = v.counters[i]; return fmt.Sprint(v.counters[i]) })
-	dim("stride", len(v.stride), func(c *case_, i int) string { c.spec.Stride = v.stride[i]; return fmt.Sprint(v.stride[i]) })
-	dim("threads", len(v.threads), func(c *case_, i int) string { c.spec.Threads = v.threads[i]; return fmt.Sprint(v.threads[i]) })
-	dim("side", len(v.side), func(c *case_, i int) string {
-		c.spec.Inbound = v.side[i]
-		return map[bool]string{false: "requester", true: "responder"}[v.side[i]]
-	})
-	dim("gap", len(v.gap), func(c *case_, i int) string { c.spec.Gap = v.gap[i]; return v.gap[i].String() })
-	dim("mtu", len(v.mtu), func(c *case_, i int) string { c.spec.MTU = v.mtu[i]; return fmt.Sprint(v.mtu[i]) })
-	dim("rate", len(v.rate), func(c *case_, i int) string {
-		c.spec.Load = float64(v.rate[i]) / 100
-		return fmt.Sprint(v.rate[i]) + "%"
-	})
 	return pts
+}
+
+// dim multiplies pts by the values of axis a (none: pts unchanged).
+func dim(pts []case_, a scenario.Axis, values []func(*scenario.Spec)) []case_ {
+	if len(values) == 0 {
+		return pts
+	}
+	var next []case_
+	for _, c := range pts {
+		for _, set := range values {
+			c2 := c
+			set(&c2.spec)
+			c2.name = c2.name.With(a.Key, a.Format(c2.spec))
+			next = append(next, c2)
+		}
+	}
+	return next
+}
+
+// setters returns, by axis key, one setter of the Spec per value of v's
+// axis; every key of scenario.Axes has an entry (TestMatrixAxes checks).
+func setters(v axes) map[string][]func(*scenario.Spec) {
+	return map[string][]func(*scenario.Spec){
+		"op":        each(v.op, func(s *scenario.Spec, x verbs.Opcode) { s.Op = x }),
+		"transport": each(v.transport, func(s *scenario.Spec, x verbs.Transport) { s.Transport = x }),
+		"size":      each(v.size, func(s *scenario.Spec, x int) { s.Size = x }),
+		"qd":        each(v.qd, func(s *scenario.Spec, x int) { s.QD = x }),
+		"qps":       each(v.qps, func(s *scenario.Spec, x int) { s.QPs = x }),
+		"inline":    each(v.inline, func(s *scenario.Spec, x bool) { s.Inline = x }),
+		"batch":     each(v.batch, func(s *scenario.Spec, x int) { s.Batch = x }),
+		"signal":    each(v.signal, func(s *scenario.Spec, x int) { s.Signal = x }),
+		"mode":      each(v.event, func(s *scenario.Spec, x bool) { s.Event = x }),
+		"srq":       each(v.srq, func(s *scenario.Spec, x bool) { s.SRQ = x }),
+		"bidir":     each(v.bidir, func(s *scenario.Spec, x bool) { s.Bidir = x }),
+		"hdr":       each(v.hdr, func(s *scenario.Spec, x bool) { s.HeaderOnly = x }),
+		"counters":  each(v.counters, func(s *scenario.Spec, x int) { s.Counters = x }),
+		"stride":    each(v.stride, func(s *scenario.Spec, x int) { s.Stride = x }),
+		"threads":   each(v.threads, func(s *scenario.Spec, x int) { s.Threads = x }),
+		"side":      each(v.side, func(s *scenario.Spec, x bool) { s.Inbound = x }),
+		"gap":       each(v.gap, func(s *scenario.Spec, x time.Duration) { s.Gap = x }),
+		"mtu":       each(v.mtu, func(s *scenario.Spec, x int) { s.MTU = x }),
+		"rate":      each(v.rate, func(s *scenario.Spec, x int) { s.Load = float64(x) / 100 }),
+	}
+}
+
+// each binds set to every value of vals, in order.
+func each[T any](vals []T, set func(*scenario.Spec, T)) []func(*scenario.Spec) {
+	out := make([]func(*scenario.Spec), len(vals))
+	for i, x := range vals {
+		out[i] = func(s *scenario.Spec) { set(s, x) }
+	}
+	return out
+}
+
+// measurer is how a family's points are measured: the runner, its kind
+// (scenario.Parse's runner for the family; 0 when Parse does not take
+// it) and whether the specs enforce rdma_bench's selective-signalling
+// invariants (Spec.SignalRules).
+type measurer struct {
+	measure func(*testing.B, *rdmatest.Dev, scenario.Spec)
+	kind    scenario.Kind
+	rules   bool
 }
 
 // latency runs a latency family.
 func latency(b *testing.B, op verbs.Opcode, variants ...axes) {
-	run(b, op, variants, scenario.Latency)
+	measured(b, op, variants, measurer{scenario.Latency, scenario.KindLatency, false})
 }
 
 // stream runs a streaming (bandwidth) family.
 func stream(b *testing.B, op verbs.Opcode, variants ...axes) {
-	run(b, op, variants, scenario.Stream)
+	measured(b, op, variants, measurer{scenario.Stream, scenario.KindStream, false})
 }
 
 // atc16 runs a streaming family of the rdma_bench scenarios, with
 // rdma_bench's selective-signalling invariants enforced (Spec.SignalRules).
 func atc16(b *testing.B, op verbs.Opcode, variants ...axes) {
-	run(b, op, variants, func(b *testing.B, d *rdmatest.Dev, s scenario.Spec) {
-		s.SignalRules = true
-		scenario.Stream(b, d, s)
-	})
+	measured(b, op, variants, measurer{scenario.Stream, scenario.KindStream, true})
 }
 
 // listing, when not nil, makes run and control append the names of
@@ -225,20 +246,51 @@ func atc16(b *testing.B, op verbs.Opcode, variants ...axes) {
 // nil one): no device, no -short, no -rdma.sizes or -rdma.qd.
 var listing *[]benchname.Name
 
+// listingCases, when not nil as well as listing, makes measured append
+// its families' default points to it too, with their specs and runner kinds
+// (control appends nothing).
+var listingCases *[]listedCase
+
+// listedCase is a point of the default matrix with the kind of its
+// family's runner (0: neither Latency nor Stream).
+type listedCase struct {
+	case_
+	kind scenario.Kind
+}
+
+// run runs a family whose runner is measure (not one scenario.Parse
+// takes).
 func run(b *testing.B, op verbs.Opcode, variants []axes, measure func(*testing.B, *rdmatest.Dev, scenario.Spec)) {
+	measured(b, op, variants, measurer{measure: measure})
+}
+
+// measured runs the points of variants with m, or lists them (see
+// listing).
+func measured(b *testing.B, op verbs.Opcode, variants []axes, m measurer) {
 	if listing != nil {
-		for _, v := range variants {
-			for _, c := range points(op, v) {
-				*listing = append(*listing, c.name)
-			}
-		}
+		list(op, variants, m)
 		return
 	}
 	d := rdmatest.Device(b)
 	for _, c := range expand(b, op, variants) {
+		c.spec.SignalRules = m.rules
 		b.Run(c.name.Sub(), func(b *testing.B) {
 			rdmatest.CheckLeaks(b)
-			measure(b, d, c.spec)
+			m.measure(b, d, c.spec)
 		})
+	}
+}
+
+// list appends the default points of variants to listing (and
+// listingCases).
+func list(op verbs.Opcode, variants []axes, m measurer) {
+	for _, v := range variants {
+		for _, c := range points(op, v) {
+			c.spec.SignalRules = m.rules
+			*listing = append(*listing, c.name)
+			if listingCases != nil {
+				*listingCases = append(*listingCases, listedCase{c, m.kind})
+			}
+		}
 	}
 }

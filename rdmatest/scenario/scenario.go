@@ -13,6 +13,15 @@
 // another host; EchoRPC runs both sides in this process (it skips under
 // -rdma.peer), and ControlPath has no side B.
 //
+// # Names
+//
+// The matrix names each point as go test prints it, family and key=value
+// parts ("WriteBW/transport=RC/size=65536/qd=128"): Axes is the grammar
+// of the parts, one Axis per key. Parse reads such a name back into the
+// family's runner and Spec, so that a process outside go test (the
+// fabric agent) can run any Latency or Stream scenario of the matrix by
+// its name.
+//
 // # CPUs
 //
 // The measured loops busy-poll, and so does the in-process passive side
