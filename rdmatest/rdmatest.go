@@ -160,6 +160,10 @@ type Unit = engine.Unit
 // "lower"), so that its `Unit … better=` line is printed.
 func RegisterUnit(name, better string) error { return engine.RegisterUnit(name, better) }
 
+// Units returns every unit with a known direction: the ones rdmatest
+// reports and those registered with RegisterUnit.
+func Units() []Unit { return engine.RegisteredUnits() }
+
 // Recorder collects latency samples in an HDR histogram (1 ns … 100 s,
 // 3 significant digits).
 type Recorder = engine.Recorder

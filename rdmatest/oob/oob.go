@@ -23,6 +23,14 @@
 //	client → Start                            peer → Started (its passive role runs)
 //	client → Stop                             peer → Stopped{Counts}; resources released
 //
+// An agent (rdmapeer -agent, for rdmafabric) also takes, instead of
+// Setup, one of:
+//
+//	client → Facts                            peer → FactsOK{Node, Lines}
+//	client → Run{Dst, Scenario, Runs, Iters}  peer → RunResult × Runs, then RunDone (or Error)
+//
+// A peer that is not an agent answers them with an Error.
+//
 // A connection that closes at any point releases everything the peer made
 // for it; the peer may send an Error instead of any answer (a refusal, or
 // its shutdown).
@@ -79,11 +87,17 @@ const (
 	MsgStarted
 	MsgChallenge
 	MsgAuth
+	MsgFacts
+	MsgFactsOK
+	MsgRun
+	MsgRunResult
+	MsgRunDone
 	msgLast
 )
 
 func (t MsgType) String() string {
-	names := [...]string{"", "Hello", "HelloOK", "Setup", "SetupOK", "Start", "Stop", "Stopped", "Error", "Started", "Challenge", "Auth"}
+	names := [...]string{"", "Hello", "HelloOK", "Setup", "SetupOK", "Start", "Stop", "Stopped", "Error", "Started", "Challenge", "Auth",
+		"Facts", "FactsOK", "Run", "RunResult", "RunDone"}
 	if t > 0 && t < msgLast {
 		return names[t]
 	}
@@ -165,6 +179,13 @@ func Decode(r io.Reader, want MsgType, v Validator) error {
 	if err != nil {
 		return err
 	}
+	return DecodeFrame(t, payload, want, v)
+}
+
+// DecodeFrame decodes a frame that ReadFrame read, of type t, into v,
+// as Decode does: for a side that reads a frame before it knows which
+// message it is.
+func DecodeFrame(t MsgType, payload []byte, want MsgType, v Validator) error {
 	if t == MsgError && want != MsgError {
 		var e Error
 		if err := unmarshal(payload, &e); err != nil {

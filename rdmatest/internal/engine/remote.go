@@ -65,47 +65,20 @@ func dialPeer(addr, token string, timeout time.Duration) (*remote, error) {
 }
 
 // ErrPeerAuth is a peer that failed to prove it knows the token.
-var ErrPeerAuth = errors.New("the peer did not prove it knows the token (a different token, or not the peer you meant)")
+var ErrPeerAuth = oob.ErrPeerAuth
 
 // handshake says hello and proves knowledge of token without sending it
 // (package oob, Authentication); with a token, the peer must prove it
 // too.
 func (r *remote) handshake(token string) error {
-	nonce, err := oob.NewNonce()
-	if err != nil {
-		return err
-	}
-	var ch oob.Challenge
-	if err := r.call(oob.MsgHello, &oob.Hello{Version: oob.Version, Client: hostname(), Nonce: nonce}, oob.MsgChallenge, &ch); err != nil {
-		return err
-	}
-	if ch.TokenRequired && token == "" {
-		return errors.New("the peer requires a token: set RDMA_PEER_TOKEN or -rdma.peer-token-file (or -rdma.peer-token) to the peer's")
-	}
-	if !ch.TokenRequired && token != "" {
-		// A client with a token trusts only a peer that proves it: an
-		// open peer (or anything claiming to be one) would get the
-		// rkeys of side A's buffer.
-		return fmt.Errorf("%w: it asks for no token, but this client has one (unset it to use an open peer)", ErrPeerAuth)
-	}
-	auth := &oob.Auth{Proof: oob.ClientProof(token, ch.Nonce, nonce)}
-	if err := r.call(oob.MsgAuth, auth, oob.MsgHelloOK, &r.hello); err != nil {
-		return err
-	}
-	if ch.TokenRequired && !oob.ProofOK(r.hello.Proof, oob.PeerProof(token, nonce, ch.Nonce)) {
-		return ErrPeerAuth
-	}
-	return nil
+	hello, err := oob.Handshake(r.conn, token, hostname(), r.timeout)
+	r.hello = hello
+	return err
 }
 
 // call sends one message and decodes the answer, within the deadline.
 func (r *remote) call(t oob.MsgType, req any, want oob.MsgType, resp oob.Validator) error {
-	r.conn.SetDeadline(time.Now().Add(r.timeout))
-	defer r.conn.SetDeadline(time.Time{})
-	if err := oob.WriteFrame(r.conn, t, req); err != nil {
-		return err
-	}
-	return oob.Decode(r.conn, want, resp)
+	return oob.Call(r.conn, r.timeout, t, req, want, resp)
 }
 
 // start tells the peer to run its role, and waits until it does.

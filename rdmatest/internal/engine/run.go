@@ -40,6 +40,13 @@ func RegisterUnit(name, better string) error {
 	return nil
 }
 
+// RegisteredUnits returns a copy of Units, taken under its lock.
+func RegisteredUnits() []Unit {
+	unitsMu.Lock()
+	defer unitsMu.Unlock()
+	return slices.Clone(Units)
+}
+
 func unitCount() int {
 	unitsMu.Lock()
 	defer unitsMu.Unlock()
