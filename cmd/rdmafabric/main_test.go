@@ -124,11 +124,11 @@ func TestBadNodesFiles(t *testing.T) {
 		name, content string
 		want          []string // substrings of stderr: file line, value, limit
 	}{
-		{"duplicate", "a\nb\n# c\nB\n", []string{`:4: node "B" is already on line 2`}},
+		{"duplicate", "a\nb\n# c\nB\n", []string{`:4: node "B" is already at `, `nodes.txt:2`}},
 		{"space in name", "a\nnode 7\n", []string{`:2: node name "node 7"`, `' '`}},
 		{"slash in name", "a/b\nc\n", []string{`:1: node name "a/b"`, `'/'`}},
 		{"equals in name", "src=a\nc\n", []string{`"src=a"`, `'='`}},
-		{"long name", strings.Repeat("a", 254) + "\nb\n", []string{":1:", "254 characters, at most 253"}},
+		{"long name", strings.Repeat("a", 254) + "\nb\n", []string{":1:", "254 characters, want 1 to 253"}},
 		{"long line", strings.Repeat("a", 70000) + "\n", []string{":1: line too long"}},
 		{"empty", "# nothing\n\n", []string{"no node names"}},
 		{"one node", "solo\n", []string{"(1 nodes)", "1 nodes: at least 2"}},
@@ -160,8 +160,8 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want []string // substrings of stderr: the bad value and why
 	}{
-		{nil, []string{"only -plan"}},
-		{[]string{"-nodes", "64"}, []string{"only -plan", "not implemented"}},
+		{nil, []string{"give a mode: rdmafabric run, rdmafabric report, or rdmafabric -plan"}},
+		{[]string{"-nodes", "64"}, []string{"give a mode"}},
 		{[]string{"-plan"}, []string{"-plan needs -nodes N or -nodes-file FILE"}},
 		{[]string{"-plan", "-nodes", "1"}, []string{"-nodes 1", "1 nodes: at least 2"}},
 		{[]string{"-plan", "-nodes", "0"}, []string{"-nodes 0", "at least 2"}},

@@ -12,17 +12,11 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/rdmabench/rdmabench/rdmatest/benchname"
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
 )
 
 // MaxNodes is the most nodes a stream may name.
 const MaxNodes = 100000
-
-// maxNameLen is the longest node name, a DNS name's limit.
-const maxNameLen = 253
-
-// nameChars are the characters of a node name besides ASCII letters and
-// digits: none of them needs quoting in a shell command.
-const nameChars = ".-_:"
 
 // fabricBase is the benchmark base a fabric row's scenario leaves out.
 const fabricBase = "Fabric"
@@ -226,19 +220,8 @@ func (b *builder) addNode(name string) error {
 	return nil
 }
 
-// checkName tells why name cannot name a node.
-func checkName(name string) error {
-	if name == "" || len(name) > maxNameLen {
-		return fmt.Errorf("node name %.20q: %d characters, want 1 to %d", name, len(name), maxNameLen)
-	}
-	for _, c := range name {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(nameChars, c)
-		if !ok {
-			return fmt.Errorf("node name %q holds %q: a name holds ASCII letters, digits and %q only", name, c, nameChars)
-		}
-	}
-	return nil
-}
+// checkName tells why name cannot name a node (oob.CheckNodeName).
+func checkName(name string) error { return oob.CheckNodeName(name) }
 
 // finish files the facts and counters, checks the directions and sorts.
 func (b *builder) finish(keys map[string]string, units benchfmt.UnitMetadataMap) error {

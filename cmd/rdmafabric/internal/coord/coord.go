@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/schedule"
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
 )
 
 // MaxRuns is the most runs per link and scenario: each run is a whole
@@ -18,12 +19,8 @@ const MaxRuns = 100
 // MaxScenarios is the most scenarios a run may have.
 const MaxScenarios = 1000
 
-// MaxNameLen is the longest node name, a DNS name's limit (as blame's).
-const MaxNameLen = 253
-
-// nameChars are the characters of a node name besides ASCII letters and
-// digits, as package blame accepts them.
-const nameChars = ".-_:"
+// MaxNameLen is the longest node name, a DNS name's limit.
+const MaxNameLen = oob.MaxNodeLen
 
 // Scenario is one benchmark an agent can run over a link.
 type Scenario struct {
@@ -168,19 +165,8 @@ func (o Options) Check() error {
 	return nil
 }
 
-// checkName tells why name cannot name a node.
-func checkName(name string) error {
-	if name == "" || len(name) > MaxNameLen {
-		return fmt.Errorf("node name %.20q: %d characters, want 1 to %d", name, len(name), MaxNameLen)
-	}
-	for _, c := range name {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(nameChars, c)
-		if !ok {
-			return fmt.Errorf("node name %q holds %q: a name holds ASCII letters, digits and %q only", name, c, nameChars)
-		}
-	}
-	return nil
-}
+// checkName tells why name cannot name a node (oob.CheckNodeName).
+func checkName(name string) error { return oob.CheckNodeName(name) }
 
 // Failure is a link and scenario that was not measured.
 type Failure struct {
