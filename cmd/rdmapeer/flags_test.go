@@ -31,8 +31,10 @@ func TestMain(m *testing.M) {
 
 // peerFlags are rdmapeer's flags: its own and the device flags.
 var peerFlags = []string{
+	"agent", "agent-port",
 	"hello-timeout", "idle", "listen", "max-clients", "max-conns", "max-conns-per-host", "max-cqe", "max-hosts", "max-mem", "max-qps", "max-wrs",
-	"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.port", "rdma.timeout",
+	"node", "nodes", "nodes-file",
+	"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.port", "rdma.timeout", "run-timeout",
 	"token-file", "total-cqe", "total-mem", "total-qps", "total-wrs", "trusted-network",
 }
 

@@ -82,6 +82,17 @@ type options struct {
 	tokenFile string
 	trusted   bool
 	lim       limits
+	agent     agentOptions
+}
+
+// agentOptions are the -agent mode's flags.
+type agentOptions struct {
+	on         bool
+	node       string // this node's name
+	nodes      string // -nodes: a comma-separated list
+	nodesFile  string
+	port       int // the other agents' port; 0: -listen's
+	runTimeout time.Duration
 }
 
 // usageError is a bad command line (exit status 2).
@@ -109,6 +120,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.IntVar(&l.total.WRs, "total-wrs", l.total.WRs, "work requests of all clients together")
 	fs.IntVar(&l.total.CQEs, "total-cqe", l.total.CQEs, "completion queue entries of all clients together")
 	fs.Int64Var(&l.total.Mem, "total-mem", l.total.Mem, "bytes of all clients together (registered memory and queue rings, as -max-mem)")
+	a := &o.agent
+	fs.BoolVar(&a.on, "agent", false, "also serve an authenticated coordinator (rdmafabric run): this node's facts, and runs of a scenario from this node to another of the node list")
+	fs.StringVar(&a.node, "node", "", "this node's name, as in the node list (default: $SLURMD_NODENAME in a Slurm task, $RDMA_NODE_NAME, or the host name up to its first dot)")
+	fs.StringVar(&a.nodes, "nodes", "", "the nodes an -agent may send to, comma-separated (default: -nodes-file, or the Slurm job's nodes)")
+	fs.StringVar(&a.nodesFile, "nodes-file", "", "file of the nodes an -agent may send to, one a line ('#' comments)")
+	fs.IntVar(&a.port, "agent-port", 0, "the other agents' port (default: -listen's)")
+	fs.DurationVar(&a.runTimeout, "run-timeout", 10*time.Minute, "deadline of one coordinator's run request (all its runs)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err // run prints the flags
@@ -149,6 +167,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		errs = append(errs, fmt.Errorf("-listen %q: port %q is not 0..65535", o.listen, port))
 	}
+	errs = append(errs, checkAgentFlags(o.agent, fs))
 	if _, err := rdmatest.DeviceOpts(); err != nil { // the device flags, before the device is opened
 		errs = append(errs, err)
 	}
@@ -258,6 +277,13 @@ func serveDevice(o options, token string) int {
 	// The passive loops' deadline is -idle, as the connection's: a client
 	// may pause between its Start and its first message (see rdmaDevice).
 	s := newServer(&rdmaDevice{d: d, timeout: o.lim.idle}, token, o.lim)
+	if o.agent.on {
+		if s.agent, err = startAgent(ctx, o, ln, &rdmaMeasurer{d: d, opts: do, token: token}); err != nil {
+			log.Print(err)
+			cancel()
+			return 2
+		}
+	}
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, ln, s) }()
 	var serr error

@@ -55,6 +55,8 @@ type server struct {
 	slots chan struct{}
 	pool  pool
 	hosts *hosts
+	// agent is the -agent mode's state; nil without -agent.
+	agent *agent
 	// ok and failed count the sessions that ended, by how; panics the
 	// sessions that ended in a recovered panic.
 	ok, failed, panics atomic.Int64
@@ -328,7 +330,8 @@ func (c *session) authFailed(ctx context.Context, err error) error {
 	return c.fail(ctx, fmt.Errorf("%w: %w", errAuth, err))
 }
 
-// serve answers the hello, then setup, start, stop. Whatever ends it — a
+// serve answers the hello, then a Setup (setup, start, stop) or, from
+// an agent's coordinator, a Facts or a Run request. Whatever ends it — a
 // stop, an error, the client closing or dying, the peer's shutdown —
 // releases everything.
 func (c *session) serve(ctx context.Context) (err error) {
@@ -337,19 +340,44 @@ func (c *session) serve(ctx context.Context) (err error) {
 		return c.fail(ctx, err)
 	}
 	c.deadline(step)
-	var req oob.Setup
-	if err := oob.Decode(conn, oob.MsgSetup, &req); err != nil {
+	t, payload, err := oob.ReadFrame(conn)
+	if err != nil {
 		if errors.Is(err, io.EOF) && ctx.Err() == nil {
 			return errors.New("the client left before asking for a scenario")
 		}
 		return c.fail(ctx, err)
 	}
-	sc := req.Scenario
-	lim := s.dev.limits()
-	if err := peer.CheckSetup(&req, lim); err != nil {
+	switch {
+	case (t == oob.MsgFacts || t == oob.MsgRun) && s.agent == nil:
+		return c.fail(ctx, fmt.Errorf("%s: this rdmapeer is not an agent (rdmapeer -agent)", t))
+	case t == oob.MsgFacts:
+		if err := oob.DecodeFrame(t, payload, oob.MsgFacts, &oob.Facts{}); err != nil {
+			return c.fail(ctx, err)
+		}
+		return c.serveFacts(ctx, s.agent)
+	case t == oob.MsgRun:
+		var run oob.Run
+		if err := oob.DecodeFrame(t, payload, oob.MsgRun, &run); err != nil {
+			return c.fail(ctx, err)
+		}
+		return c.serveRun(ctx, s.agent, &run)
+	}
+	var req oob.Setup
+	if err := oob.DecodeFrame(t, payload, oob.MsgSetup, &req); err != nil {
 		return c.fail(ctx, err)
 	}
-	cost := costOf(&req, lim)
+	return c.serveSetup(ctx, &req)
+}
+
+// serveSetup serves the passive side of req: setup, start, stop.
+func (c *session) serveSetup(ctx context.Context, req *oob.Setup) (err error) {
+	conn, s := c.conn, c.s
+	sc := req.Scenario
+	lim := s.dev.limits()
+	if err := peer.CheckSetup(req, lim); err != nil {
+		return c.fail(ctx, err)
+	}
+	cost := costOf(req, lim)
 	if err := cost.within(s.lim.client); err != nil {
 		return c.fail(ctx, err)
 	}
@@ -357,7 +385,7 @@ func (c *session) serve(ctx context.Context) (err error) {
 		return c.fail(ctx, err)
 	}
 	defer s.pool.give(cost)
-	p, err := s.dev.open(&req) // no lock: see server
+	p, err := s.dev.open(req) // no lock: see server
 	if err != nil {
 		return c.fail(ctx, err)
 	}

@@ -51,6 +51,11 @@ type PortAttrs struct {
 	GIDType string
 	// FW is the firmware version.
 	FW string
+	// Software marks a software device (rxe, siw): the rate it reports
+	// is a default (rxe: 2.5 Gb/s, 1X SDR, when it cannot tell the
+	// Ethernet's), not a wire's, so link-rate-mbps is left out and blame
+	// applies no floor to it; link-speed stays, as the device says.
+	Software bool
 }
 
 // Facts are a node's facts, each the text its configuration line
@@ -189,7 +194,9 @@ func (f *Facts) addRate(devDir string, port int, a PortAttrs) error {
 		return fmt.Errorf("%s holds %q, but %w", file, text, err)
 	}
 	f.LinkSpeed = text
-	f.LinkRateMBps = strconv.FormatFloat(r.MBps(), 'f', -1, 64)
+	if !a.Software {
+		f.LinkRateMBps = strconv.FormatFloat(r.MBps(), 'f', -1, 64)
+	}
 	return nil
 }
 

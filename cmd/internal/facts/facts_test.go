@@ -56,6 +56,8 @@ var rxeFacts = facts.Facts{
 func TestCollect(t *testing.T) {
 	mlx5NoVerbs := mlx5Facts
 	mlx5NoVerbs.MTU, mlx5NoVerbs.GIDType = "", ""
+	rxeSoftware := rxeFacts
+	rxeSoftware.LinkRateMBps = ""
 	tests := []struct {
 		name, tree, dev string
 		attrs           facts.PortAttrs
@@ -64,6 +66,7 @@ func TestCollect(t *testing.T) {
 		{"mlx5", "mlx5", "mlx5_0", mlx5Attrs, mlx5Facts},
 		{"mlx5 fw from sysfs, no verbs", "mlx5", "mlx5_0", facts.PortAttrs{}, mlx5NoVerbs},
 		{"rxe", "rxe", "rxe0", facts.PortAttrs{ActiveMTU: 1024, ActiveWidth: 1, ActiveSpeed: 10, GIDType: "RoCE v2"}, rxeFacts},
+		{"rxe marked software: no link rate", "rxe", "rxe0", facts.PortAttrs{ActiveMTU: 1024, ActiveWidth: 1, ActiveSpeed: 10, GIDType: "RoCE v2", Software: true}, rxeSoftware},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
