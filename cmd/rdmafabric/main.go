@@ -1,18 +1,35 @@
 // Command rdmafabric measures an RDMA fabric link by link, for cluster
-// operators. It will coordinate fabric runs: one agent per node (started
-// by Slurm's srun --ntasks-per-node=1, a Kubernetes Indexed Job, or
-// ssh), and a coordinator that drives pairs of nodes in rounds, each
-// pair running rdmabench's RDMA scenarios with the requester on the
-// source node and the passive side on the destination, writing one Go
-// benchfmt stream with a row per directed link:
+// operators: one agent per node (rdmapeer -agent, started by Slurm's
+// srun --ntasks-per-node=1, a Kubernetes Indexed Job, or ssh/systemd),
+// and this coordinator, which drives pairs of nodes in rounds, each pair
+// running rdmabench's scenarios with the requester on the source node
+// and the passive side on the destination, and writes one Go benchfmt
+// stream with a row per run of a scenario on a directed link:
 //
-//	BenchmarkFabric/src=nodeA/dst=nodeB/op=write/size=65536
+//	BenchmarkFabric/src=nodeA/dst=nodeB/bench=WriteBW/size=65536
 //
-// Not yet: today the only mode is -plan, a dry run that needs no nodes,
-// network or device. It prints the schedule a run would follow, which
-// directed pairs run in which round (package internal/schedule), and how
-// long it would take; any invocation without -plan prints the usage and
-// exits 2.
+// Three modes:
+//
+//	rdmafabric run [-nodes a,b,… | -nodes-file FILE] [-scenario NAME …] [-o fabric.txt] [-json F] [-heatmap P] …
+//	rdmafabric report [-retest FILE] [-json F] [-heatmap P] FILE
+//	rdmafabric -plan …
+//
+// run takes the nodes from -nodes, -nodes-file, or the Slurm job it runs
+// in (scontrol show hostnames $SLURM_JOB_NODELIST), dials every agent at
+// -port with the token of $RDMA_PEER_TOKEN or -token-file, runs the
+// schedule (-schedule, -k, -serial, as -plan shows it) with every
+// -scenario (a bench_test name, package rdmatest/scenario; default
+// WriteBW/size=65536 and WriteLat/size=8) -runs times per link at a
+// fixed count (-iters), writes the stream to -o, judges it (package
+// internal/blame), retests the suspects against healthy nodes into the
+// -o file's "-retest" sibling, and prints the report and the drain lines
+// (never run). Exit status: 0 healthy, 1 a bad node or link named, 2
+// could not run (a bad flag, no agent, nothing measured). report judges
+// stored streams the same way.
+//
+// -plan is a dry run that needs no nodes, network or device. It prints
+// the schedule a run would follow, which directed pairs run in which
+// round (package internal/schedule), and how long it would take.
 //
 //	rdmafabric -plan -nodes 64 [-schedule all|quick|ring] [-k 1] [-serial] [-per-pair 10s] [-v]
 //	rdmafabric -plan -nodes-file hosts.txt …
@@ -41,9 +58,9 @@
 // digits, '.', '-', '_' or ':' (it goes into benchmark names, as
 // src=NAME); names must be distinct (ignoring case) and at most 100000.
 //
-// Exit status: 0 plan printed; 1 the nodes file could not be read or the
+// -plan's exit status: 0 plan printed; 1 the nodes file could not be read or the
 // output not written; 2 usage: a bad flag or value (the message names
-// it), a bad nodes file, or no -plan.
+// it), a bad nodes file, or no mode.
 package main
 
 import (
@@ -55,6 +72,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/rdmabench/rdmabench/cmd/internal/nodes"
 	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/schedule"
 )
 
@@ -83,6 +101,14 @@ func main() {
 
 // run is the command: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "run":
+			return runCommand(args[1:], stdout, stderr)
+		case "report":
+			return reportCommand(args[1:], stdout, stderr)
+		}
+	}
 	fs := flag.NewFlagSet("rdmafabric", flag.ContinueOnError)
 	o, err := parseFlags(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -107,7 +133,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // usage prints the synopsis and the flags to w.
 func usage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "usage: rdmafabric -plan (-nodes N | -nodes-file FILE) [-schedule all|quick|ring] [-k K] [-serial] [-per-pair D] [-v]")
-	fmt.Fprintln(w, "(only -plan, the dry run, exists yet)")
+	fmt.Fprintln(w, "       rdmafabric run -help, rdmafabric report -help: the fabric run and the report on stored streams")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
@@ -145,7 +171,7 @@ func checkOptions(o options, rest []string) error {
 	case len(rest) > 0:
 		err = fmt.Errorf("unexpected arguments %q", rest)
 	case !o.plan:
-		err = errors.New("only -plan (the dry run) exists yet: coordinating a fabric run is not implemented")
+		err = errors.New("give a mode: rdmafabric run, rdmafabric report, or rdmafabric -plan")
 	case o.setFlags["nodes"] && o.setFlags["nodes-file"]:
 		err = fmt.Errorf("-nodes %d and -nodes-file %q: give one of them", o.nodes, o.nodesFile)
 	case !o.setFlags["nodes"] && !o.setFlags["nodes-file"]:
@@ -170,7 +196,10 @@ func dryRun(o options, w io.Writer) error {
 	n, names, source := o.nodes, []string(nil), fmt.Sprintf("-nodes %d", o.nodes)
 	if o.nodesFile != "" {
 		var err error
-		if names, err = readNodesFile(o.nodesFile); err != nil {
+		if names, err = nodes.ReadFile(o.nodesFile, schedule.MaxNodes); err != nil {
+			if errors.Is(err, nodes.ErrList) {
+				return usageError{err}
+			}
 			return err
 		}
 		n, source = len(names), fmt.Sprintf("-nodes-file %s (%d nodes)", o.nodesFile, len(names))

@@ -65,8 +65,13 @@
 //
 // Goodness. A link's goodness g is its value over the median value of
 // all links (inverted for lower-is-better units): 1 is typical, below 1
-// is worse. A node's score is the median g over every link it is in, as
-// source and as destination.
+// is worse. A node's score is its goodness with its best partner: the
+// median g of its links with each partner (both directions), and the
+// largest of those. A node slow with all is slow even with its best
+// partner; a bad link or a bad partner leaves a healthy node its other
+// partners (with 4 nodes, one bad node and one bad link make 8 of the 12
+// links slow: a median over a node's links blamed the link's ends as
+// much as the node, on a real run).
 //
 // Outliers. A value is an outlier below when it is under both
 // m − K·MAD and m·(1 − MinDrop), where m and MAD (scaled by 1.4826, a
@@ -92,8 +97,8 @@
 //
 // Bad link (slow-link): among the links whose ends are not bad nodes,
 // its g is an outlier, and each end is healthy on its other links (its
-// median g without this link is not an outlier among the nodes'
-// scores). The links of a bad node are not named: the node explains
+// score without this link, its best other partner, is not an outlier
+// among the nodes' scores). The links of a bad node are not named: the node explains
 // them.
 //
 // The node and link rules tell a node from a link by a node's other

@@ -184,7 +184,8 @@ func isTraffic(counter string) bool {
 		"unicast_xmit_packets", "unicast_rcv_packets", "multicast_xmit_packets", "multicast_rcv_packets",
 		"port_unicast_xmit_packets", "port_unicast_rcv_packets",
 		"port_multicast_xmit_packets", "port_multicast_rcv_packets",
-		"rx_write_requests", "rx_read_requests", "rx_atomic_requests":
+		"rx_write_requests", "rx_read_requests", "rx_atomic_requests",
+		"sent_pkts", "rcvd_pkts": // rxe's hw_counters
 		return true
 	}
 	return false

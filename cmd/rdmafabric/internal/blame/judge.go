@@ -230,10 +230,31 @@ func (a *analysis) scored(node string, skip int) []int {
 	return out
 }
 
-// nodeScore is the median goodness of the links node is scored on (see
-// scored); NaN for none.
+// nodeScore is node's goodness with its best partner: over the links
+// node is scored on (see scored), the median goodness of the links
+// with each partner (both directions), and the largest of those; NaN
+// for none. A node slow with all is slow even with its best partner,
+// while one bad link, or a bad partner, leaves a healthy node its
+// other partners: with 4 nodes, one bad node and one bad link make 8
+// of the 12 links slow, and a median over a node's links would blame
+// the link's ends as much as the node.
 func (a *analysis) nodeScore(node string, skip int) float64 {
-	return median(a.pick(a.g, a.scored(node, skip)))
+	byPartner := make(map[string][]float64)
+	for _, i := range a.scored(node, skip) {
+		l := a.links[i]
+		p := l.Dst
+		if p == node {
+			p = l.Src
+		}
+		byPartner[p] = append(byPartner[p], a.g[i])
+	}
+	best := math.NaN()
+	for _, gs := range byPartner {
+		if m := median(gs); !(m <= best) {
+			best = m
+		}
+	}
+	return best
 }
 
 // nodeMedian is the median value of the links node is scored on.
@@ -327,8 +348,9 @@ func silent(f *Fabric) []string {
 }
 
 // slowLinks names, in each metric, the links between nodes not named
-// whose goodness is an outlier while both ends are healthy on their
-// other links.
+// whose goodness is an outlier among the other links (the link's
+// reverse left out too: one cable slows both) while both ends are
+// healthy on their other links.
 func (j *judgement) slowLinks() {
 	for _, a := range j.analyses {
 		var cand []int
@@ -338,10 +360,20 @@ func (j *judgement) slowLinks() {
 			}
 		}
 		gs := make([]float64, len(cand))
+		at := make(map[Link]int, len(cand))
 		for ci, i := range cand {
 			gs[ci] = a.g[i]
+			at[a.links[i]] = ci
 		}
-		t := leaveOneOut(gs, j.o.K, j.o.MinDrop)
+		reverse := make([]int, len(cand))
+		for ci, i := range cand {
+			l := a.links[i]
+			reverse[ci] = -1
+			if r, ok := at[Link{l.Dst, l.Src}]; ok {
+				reverse[ci] = r
+			}
+		}
+		t := leaveOut(gs, reverse, j.o.K, j.o.MinDrop)
 		for ci, i := range cand {
 			l := a.links[i]
 			if !(gs[ci] < t.threshold[ci]) || !a.endsHealthy(l, i) {

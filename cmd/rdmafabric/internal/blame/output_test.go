@@ -22,7 +22,7 @@ func TestWriteText(t *testing.T) {
   slow-with-all op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6601 MB/s against fabric median 11018 MB/s (6 links)
   evidence: counter-moved symbol_error=+12
 BAD LINK node0 -> node1 (slow-link)
-  slow-link op=write/size=65536 MB/s: score 0.59 (bad below 0.90), median 6550 MB/s against fabric median 11018 MB/s
+  slow-link op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6550 MB/s against fabric median 11018 MB/s
   evidence: node0: counter-moved port_rcv_errors=+3
 healthy: 3 nodes, 5 links
 judged 4 nodes, 12 links on 1 metric: K=4 MADs, min drop 10%, floor 0.50 of link rate
@@ -101,7 +101,7 @@ func keys(m map[string]any) []string {
 
 func TestDrainLines(t *testing.T) {
 	rep := Judge(badNodeAndLink().fabric(t), Options{})
-	link := "# bad link node0 -> node1: slow-link op=write/size=65536 score=0.59 6550/11018MB/s port_rcv_errors=+3; " +
+	link := "# bad link node0 -> node1: slow-link op=write/size=65536 score=0.60 6550/11018MB/s port_rcv_errors=+3; " +
 		"not drained (a link is not a node): check the cable, transceivers and switch ports between node0 and node1"
 	reason := "slow-with-all op=write/size=65536 score=0.60 6601/11018MB/s symbol_error=+12"
 	tests := []struct {

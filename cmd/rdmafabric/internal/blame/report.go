@@ -12,8 +12,8 @@ type Finding struct {
 	Pass     int    `json:"pass"`
 	Scenario string `json:"scenario,omitempty"`
 	Unit     string `json:"unit,omitempty"`
-	// Score is, for slow-with-all, the node's median goodness over the
-	// other nodes' median (1 is typical, 0.6 is 40% worse); for
+	// Score is, for slow-with-all, the node's goodness with its best
+	// partner over the other nodes' median (1 is typical, 0.6 is 40% worse); for
 	// slow-link, the link's goodness over the other links'; for
 	// below-floor, the median share of the link rate.
 	Score float64 `json:"score"`

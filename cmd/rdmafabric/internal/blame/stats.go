@@ -34,18 +34,39 @@ func medianSorted(s []float64) float64 {
 }
 
 // medianWithout is the median of the sorted s without its element i.
-func medianWithout(s []float64, i int) float64 {
+func medianWithout(s []float64, i int) float64 { return medianSkipping(s, i) }
+
+// medianSkipping is the median of sorted s without the elements at the
+// distinct positions skip (ascending).
+func medianSkipping(s []float64, skip ...int) float64 {
 	at := func(j int) float64 {
-		if j >= i {
-			return s[j+1]
+		for _, k := range skip {
+			if j >= k {
+				j++
+			}
 		}
 		return s[j]
 	}
-	n := len(s) - 1
+	n := len(s) - len(skip)
 	if n%2 == 1 {
 		return at(n / 2)
 	}
 	return at(n/2-1)/2 + at(n/2)/2
+}
+
+// positions returns the positions in sorted s of the values xs (a value
+// given twice takes the next equal element), ascending.
+func positions(s []float64, xs ...float64) []int {
+	var out []int
+	for _, x := range xs {
+		p := sort.SearchFloat64s(s, x)
+		for slices.Contains(out, p) {
+			p++
+		}
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // outlierTest holds, for each of a set of values, the typical value of
@@ -57,20 +78,31 @@ type outlierTest struct {
 
 // leaveOneOut judges each v[i] against the other values: the threshold
 // is the lower of m − k·1.4826·MAD and m·(1 − minDrop), with m and MAD
-// the median and median absolute deviation of the others. It takes
-// O(n log n): leaving one value out moves the median to one of at most
-// three places.
+// the median and median absolute deviation of the others.
 func leaveOneOut(v []float64, k, minDrop float64) outlierTest {
+	return leaveOut(v, nil, k, minDrop)
+}
+
+// leaveOut is leaveOneOut that also leaves out of v[i]'s others the
+// value v[with[i]] when with is given and with[i] ≥ 0: a link's reverse
+// direction, slowed by the same cable, is no evidence of what a typical
+// link does. It takes O(n log n): leaving values out moves the median
+// to one of a few places, whose deviations are sorted once each.
+func leaveOut(v []float64, with []int, k, minDrop float64) outlierTest {
 	t := outlierTest{typical: make([]float64, len(v)), threshold: make([]float64, len(v))}
 	s := slices.Clone(v)
 	slices.Sort(s)
 	devs := make(map[float64][]float64) // other values' median → sorted |s − it|
 	for i, x := range v {
-		if len(v)-1 < minOthers {
+		out := []float64{x}
+		if with != nil && with[i] >= 0 {
+			out = append(out, v[with[i]])
+		}
+		if len(v)-len(out) < minOthers {
 			t.typical[i], t.threshold[i] = x, math.Inf(-1)
 			continue
 		}
-		m := medianWithout(s, sort.SearchFloat64s(s, x))
+		m := medianSkipping(s, positions(s, out...)...)
 		d, ok := devs[m]
 		if !ok {
 			d = make([]float64, len(s))
@@ -80,7 +112,11 @@ func leaveOneOut(v []float64, k, minDrop float64) outlierTest {
 			slices.Sort(d)
 			devs[m] = d
 		}
-		mad := medianWithout(d, sort.SearchFloat64s(d, math.Abs(x-m)))
+		dout := make([]float64, len(out))
+		for j, y := range out {
+			dout[j] = math.Abs(y - m)
+		}
+		mad := medianSkipping(d, positions(d, dout...)...)
 		t.typical[i] = m
 		t.threshold[i] = min(m-k*madScale*mad, m*(1-minDrop))
 	}
