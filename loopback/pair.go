@@ -6,18 +6,21 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"time"
 )
 
 // NetModules are the modules a guest with a NIC loads besides
 // [GuestModules]: failover, net_failover and virtio_net (in this order,
-// after virtio_pci) for the card, and sch_netem so that a job can add
-// delay or loss with tc.
-var NetModules = []string{"failover", "net_failover", "virtio_net", "sch_netem"}
+// after virtio_pci) for the card; sch_netem so that a job can add delay
+// or loss with tc, and sch_prio and cls_u32 so that it can do so to one
+// destination only (a prio band with netem, a u32 filter on the
+// address: ci/fabric's bad link).
+var NetModules = []string{"failover", "net_failover", "virtio_net", "sch_netem", "sch_prio", "cls_u32"}
 
 // withNetModules returns mods with [NetModules] added: the driver chain
 // right after virtio_pci (or at the end when virtio_pci is not listed),
-// sch_netem at the end. Modules already listed stay where they are.
+// the tc modules at the end. Modules already listed stay where they are.
 func withNetModules(mods []string) []string {
 	out := slices.Clone(mods)
 	at := slices.Index(out, "virtio_pci") + 1
@@ -28,7 +31,7 @@ func withNetModules(mods []string) []string {
 		if slices.Contains(out, m) {
 			continue
 		}
-		if m == "sch_netem" {
+		if strings.HasPrefix(m, "sch_") || strings.HasPrefix(m, "cls_") {
 			out = append(out, m)
 			continue
 		}

@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 start=$SECONDS
 nodes=4
-timeout=${FABRIC_TIMEOUT:-8m}
+timeout=${FABRIC_TIMEOUT:-25m}
 export PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 
 for c in munged slurmctld slurmd srun sinfo scontrol; do
@@ -34,6 +34,13 @@ mkdir -p "$dir"
 rxevm=${RXEVM:-$dir/rxevm}
 if [[ -z ${RXEVM:-} ]]; then
 	go build -o "$rxevm" ./loopback/cmd/rxevm
+fi
+# The fabric pass's programs, and the agents' token (made once, 0400).
+go build -o "$dir/bin/rdmapeer" ./cmd/rdmapeer
+go build -o "$dir/bin/rdmafabric" ./cmd/rdmafabric
+token=$dir/token
+if [[ ! -s $token ]]; then
+	(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$token.tmp") && mv "$token.tmp" "$token"
 fi
 key=$dir/munge.key
 if [[ ! -s $key ]]; then
@@ -100,7 +107,7 @@ mkdir -p "$run"
 
 echo "ci/fabric/cluster.sh: booting $nodes guests (deadline $timeout) with Slurm from $(slurmctld -V)"
 set +e
-SLURM_CONF=$conf FABRIC_KEY=$key FABRIC_RUN=$run FABRIC_NODES=$nodes \
+SLURM_CONF=$conf FABRIC_KEY=$key FABRIC_RUN=$run FABRIC_NODES=$nodes FABRIC_BIN=$dir/bin FABRIC_TOKEN=$token \
 	"$rxevm" -cluster "$nodes" -share . -timeout "$timeout" ${RXEVM_FLAGS:-} -- bash ci/fabric/node.sh
 rc=$?
 set -e
@@ -109,4 +116,5 @@ if [[ $rc -ne 0 ]]; then
 	echo "ci/fabric/cluster.sh: FAIL (status $rc) after ${took}s"
 	exit "$rc"
 fi
-echo "ci/fabric/cluster.sh: PASS: $nodes guests booted, Slurm up, both srun jobs right, in ${took}s (wall clock)"
+echo "ci/fabric/cluster.sh: PASS: $nodes guests booted, Slurm up, both srun jobs right, the fabric pass named nothing on the healthy cluster and exactly the injected node and link with the faults in, in ${took}s (wall clock)"
+echo "ci/fabric/cluster.sh: results, reports and heatmaps in $run/"

@@ -71,9 +71,24 @@ wait_for 120 "slurmctld answers" sh -c 'scontrol ping | grep -q "is UP"'
 slurmd || fail "slurmd did not start"
 log "slurmd started"
 
+# The nodes' names, for the agents and the coordinator (Slurm has them
+# from slurm.conf): /etc/hosts is the host's, read-only, so a file on
+# the tmpfs is bound over it.
+{
+	echo "127.0.0.1 localhost"
+	for ((i = 1; i <= FABRIC_NODES; i++)); do echo "192.0.2.$i node$i"; done
+} >/run/hosts && mount --bind /run/hosts /etc/hosts || fail "cannot bind a hosts file over /etc/hosts"
+
 if [[ $RDMA_NODE_INDEX != 0 ]]; then
-	# Keep slurmd up until node1's jobs are done; then power off.
-	wait_for 420 "node1's jobs done" sh -c '[ -e "$FABRIC_RUN/done" ] || { [ -e "$FABRIC_RUN/failed" ] && exit 0; exit 1; }'
+	# Keep slurmd up until node1's jobs are done; then power off. When
+	# node1 asks for the faults (the fabric pass), put this node's in.
+	wait_for 1500 "node1's jobs done, or its faults asked for" sh -c '[ -e "$FABRIC_RUN/done" ] || [ -e "$FABRIC_RUN/failed" ] || [ -e "$FABRIC_RUN/inject" ]'
+	if [[ -e $FABRIC_RUN/inject && ! -e $FABRIC_RUN/failed ]]; then
+		source ci/fabric/faults.sh
+		inject "$me" || fail "injecting $me's fault"
+		touch "$FABRIC_RUN/injected-$me"
+		wait_for 1500 "node1's jobs done" sh -c '[ -e "$FABRIC_RUN/done" ] || [ -e "$FABRIC_RUN/failed" ]'
+	fi
 	[[ -e $FABRIC_RUN/failed ]] && fail "node1 failed"
 	exit 0
 fi
@@ -103,5 +118,11 @@ hosts=$(scontrol show hostnames "$lists") || fail "scontrol show hostnames $list
 echo "scontrol show hostnames $lists: $(tr '\n' ' ' <<<"$hosts")"
 [[ $hosts == "$want" ]] || fail "SLURM_JOB_NODELIST $lists expands to $(tr '\n' ' ' <<<"$hosts"), not node1..node$FABRIC_NODES"
 
-touch "$FABRIC_RUN/done"
 log "node1: both jobs right"
+
+source ci/fabric/faults.sh
+source ci/fabric/pass.sh
+fabric_pass || fail "the fabric pass"
+
+touch "$FABRIC_RUN/done"
+log "node1: done"
