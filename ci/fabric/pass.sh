@@ -49,11 +49,13 @@ fabric_pass() {
 
 	fabric_run faults "$nodes" || return
 
-	kill -INT "$AGENTS" 2>/dev/null
-	sleep 1
-	kill -INT "$AGENTS" 2>/dev/null # srun: a second ^C within a second ends the step
+	# srun forwards SIGTERM to the tasks (rdmapeer ends its sessions and
+	# exits) and returns when they have. (Two SIGINTs, srun's abort, must
+	# fall within one second of each other: with a sleep of 1 s between
+	# them they did not, and srun kept running.)
+	kill -TERM "$AGENTS" 2>/dev/null
+	wait_for 60 "agents stopped" sh -c '! kill -0 "$0" 2>/dev/null' "$AGENTS"
 	wait "$AGENTS" 2>/dev/null
-	log "agents stopped"
 	return 0
 }
 
