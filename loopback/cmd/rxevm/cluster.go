@@ -71,14 +71,23 @@ func runCluster(ctx context.Context, c *loopback.Cluster, share string, verbose 
 	}
 }
 
-// clusterStatus returns rxevm's exit status for the commands' statuses
-// (-1 for a guest that was stopped): the first non-zero one in guest
-// order. It names on w each guest whose command failed.
+// clusterStatus is guestStatus with the nodes' names.
 func clusterStatus(w io.Writer, nodes []loopback.ClusterNode, codes []int) int {
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	return guestStatus(w, names, codes)
+}
+
+// guestStatus returns rxevm's exit status for the guests' commands'
+// statuses (-1 for a guest that was stopped): the first non-zero one in
+// guest order. It names on w each guest whose command failed.
+func guestStatus(w io.Writer, names []string, codes []int) int {
 	status := 0
 	for i, code := range codes {
 		if code > 0 {
-			fmt.Fprintf(w, "rxevm: guest %s: command exited with status %d\n", nodes[i].Name, code)
+			fmt.Fprintf(w, "rxevm: guest %s: command exited with status %d\n", names[i], code)
 			if status == 0 {
 				status = code
 			}

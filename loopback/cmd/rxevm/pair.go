@@ -74,23 +74,10 @@ func runPair(ctx context.Context, p *loopback.Pair, share string, verbose bool, 
 	}
 }
 
-// pairStatus returns rxevm's exit status for the two commands' statuses
-// (-1 for a guest that was stopped): the first non-zero one, a's before
-// b's. It names on w each guest whose command failed.
+// pairStatus is guestStatus for guests a and b: the first non-zero
+// status, a's before b's.
 func pairStatus(w io.Writer, codeA, codeB int) int {
-	status := 0
-	for _, g := range []struct {
-		role string
-		code int
-	}{{"a", codeA}, {"b", codeB}} {
-		if g.code > 0 {
-			fmt.Fprintf(w, "rxevm: guest %s: command exited with status %d\n", g.role, g.code)
-			if status == 0 {
-				status = g.code
-			}
-		}
-	}
-	return status
+	return guestStatus(w, []string{"a", "b"}, []int{codeA, codeB})
 }
 
 // prefixWriter writes each line it is given to w, prefixed, as soon as
