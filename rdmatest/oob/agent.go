@@ -3,7 +3,9 @@ package oob
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -94,8 +96,8 @@ func (m *RunResult) Validate() error {
 	if len(m.Values) == 0 {
 		errs = append(errs, errors.New("no values"))
 	}
-	errs = append(errs, checkKeys("values", len(m.Values), keys(m.Values)), checkKeys("units", len(m.Units), keys(m.Units)),
-		checkKeys("counters", len(m.Counters), keys(m.Counters)))
+	errs = append(errs, checkKeys("values", len(m.Values), slices.Collect(maps.Keys(m.Values))), checkKeys("units", len(m.Units), slices.Collect(maps.Keys(m.Units))),
+		checkKeys("counters", len(m.Counters), slices.Collect(maps.Keys(m.Counters))))
 	for k, v := range m.Values {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			errs = append(errs, fmt.Errorf("value of %q is %v", Sanitize(k), v))
@@ -114,14 +116,6 @@ type RunDone struct{}
 
 // Validate accepts.
 func (*RunDone) Validate() error { return nil }
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
 
 // checkKeys bounds a map of n entries and its keys.
 func checkKeys(name string, n int, ks []string) error {

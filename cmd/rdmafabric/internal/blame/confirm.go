@@ -1,6 +1,9 @@
 package blame
 
-import "slices"
+import (
+	"maps"
+	"slices"
+)
 
 // Pair is a directed pair of nodes for the second pass to run.
 type Pair = Link
@@ -85,7 +88,7 @@ func Confirm(first, second *Fabric, o Options) Report {
 	}
 	nodes, links := make(map[string][]Finding), make(map[Link][]Finding)
 	var unconfirmed []string
-	for _, n := range sortedKeys(j.nodes) {
+	for _, n := range slices.Sorted(maps.Keys(j.nodes)) {
 		if again := c.node(n); len(again) > 0 {
 			nodes[n] = append(slices.Clone(j.nodes[n]), again...)
 		} else {

@@ -2,6 +2,8 @@ package blame
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -162,7 +164,7 @@ func evidenceFor(f *Fabric, node string, major map[string]string) []Evidence {
 // counters left out.
 func movedCounters(f *Fabric, node string) []Evidence {
 	var out []Evidence
-	for _, c := range sortedKeys(f.Counters[node]) {
+	for _, c := range slices.Sorted(maps.Keys(f.Counters[node])) {
 		d := f.Counters[node][c]
 		if d == 0 || isTraffic(c) {
 			continue

@@ -160,7 +160,7 @@ func analyse(f *Fabric, m metric, o Options) *analysis {
 	for i, v := range a.value {
 		a.g[i] = a.goodness(v)
 	}
-	a.nodes = sortedKeys(a.of)
+	a.nodes = slices.Sorted(maps.Keys(a.of))
 	a.judgeNodes(o)
 	return a
 }

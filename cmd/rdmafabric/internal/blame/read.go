@@ -3,6 +3,7 @@ package blame
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -225,7 +226,7 @@ func checkName(name string) error { return oob.CheckNodeName(name) }
 
 // finish files the facts and counters, checks the directions and sorts.
 func (b *builder) finish(keys map[string]string, units benchfmt.UnitMetadataMap) error {
-	for _, key := range sortedKeys(keys) {
+	for _, key := range slices.Sorted(maps.Keys(keys)) {
 		if err := b.addKey(key, keys[key]); err != nil {
 			return err
 		}
@@ -338,19 +339,9 @@ func mapFor[V any](m map[string]map[string]V, k string) map[string]V {
 	return m[k]
 }
 
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // Units lists the units of a scenario, sorted.
 func (f *Fabric) Units(scenario string) []string {
-	return sortedKeys(f.Runs[scenario])
+	return slices.Sorted(maps.Keys(f.Runs[scenario]))
 }
 
 // Median is the median over its runs of a link's values of a unit in a

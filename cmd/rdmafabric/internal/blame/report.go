@@ -2,6 +2,7 @@ package blame
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 )
 
@@ -114,7 +115,7 @@ func (j *judgement) report(f *Fabric) Report {
 	rep := Report{Suspects: j.o.Confirm, Options: j.o, Nodes: []NodeVerdict{}, Links: []LinkVerdict{}, Metrics: []Metric{}}
 	med := j.fabricMedians(f)
 	major := majorities(f)
-	for _, n := range sortedKeys(j.nodes) {
+	for _, n := range slices.Sorted(maps.Keys(j.nodes)) {
 		fds := withMedians(j.nodes[n], med)
 		rep.Nodes = append(rep.Nodes, NodeVerdict{
 			Node: n, Code: fds[0].Code, Findings: fds, Evidence: nonNil(evidenceFor(f, n, major)),

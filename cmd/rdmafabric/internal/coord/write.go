@@ -2,6 +2,7 @@ package coord
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -37,7 +38,7 @@ func (r *runner) writePair(out pairOutcome) {
 			r.sum.Failures = append(r.sum.Failures, Failure{Src: src, Dst: dst, Scenario: so.sc.Name, Err: err})
 			continue
 		}
-		for _, u := range sortedKeys(declare) {
+		for _, u := range slices.Sorted(maps.Keys(declare)) {
 			better := "higher"
 			if declare[u] < 0 {
 				better = "lower"
@@ -229,14 +230,4 @@ func checkUnit(u string) error {
 		return fmt.Errorf("unit %q is a number", u)
 	}
 	return nil
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
