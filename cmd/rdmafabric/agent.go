@@ -9,6 +9,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/coord"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
+	"github.com/rdmabench/rdmabench/rdmatest/scenario"
 )
 
 // scenarioKey is the part of a row's name that holds the scenario: a
@@ -119,11 +120,10 @@ func (a *remoteAgent) Run(ctx context.Context, dst string, sc coord.Scenario, ru
 }
 
 // itersFor is a run's fixed count when -iters is not given: perftest's
-// defaults, 1000 iterations for a latency family (…Lat…) and 5000 for
-// the others.
+// defaults, 1000 iterations for a latency scenario and 5000 for a
+// stream (name is checked by checkRunOptions).
 func itersFor(name string) int {
-	family, _, _ := strings.Cut(name, "/")
-	if strings.Contains(family, "Lat") {
+	if n, err := scenario.Parse(name); err == nil && n.Spec.Kind == scenario.KindLatency {
 		return 1000
 	}
 	return 5000

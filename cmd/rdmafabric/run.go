@@ -146,17 +146,26 @@ func checkDrain(d string) error {
 	return nil
 }
 
+// parseSub parses a subcommand's flags; on -help it prints synopsis and
+// the flags to stdout and returns flag.ErrHelp.
+func parseSub(fs *flag.FlagSet, args []string, synopsis string, stdout io.Writer) error {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, synopsis)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+	}
+	return err
+}
+
 // runCommand is `rdmafabric run`: it returns the exit status.
 func runCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rdmafabric run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var o runOptions
 	runFlags(fs, &o)
-	err := fs.Parse(args)
+	err := parseSub(fs, args, "usage: rdmafabric run [-nodes a,b,… | -nodes-file FILE] [-scenario NAME …] [-o fabric.txt] [flags]", stdout)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(stdout, "usage: rdmafabric run [-nodes a,b,… | -nodes-file FILE] [-scenario NAME …] [-o fabric.txt] [flags]")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
 		return 0
 	}
 	if err == nil && fs.NArg() > 0 {
@@ -324,14 +333,16 @@ func writeReport(j judged, o runOptions, stdout io.Writer) error {
 		}
 	}
 	if o.heatmap != "" {
-		for _, sc := range j.fabric.Scenarios {
-			unit := "MB/s"
-			if _, ok := j.fabric.Runs[sc][unit]; !ok {
-				unit = "p50-ns"
+		// One map a scenario, of the first unit blame judged it on.
+		drawn := make(map[string]bool)
+		for _, m := range j.report.Metrics {
+			if drawn[m.Scenario] {
+				continue
 			}
-			path := o.heatmap + "-" + strings.NewReplacer("/", "_", "=", "-").Replace(sc)
-			if err := blame.Heatmap(j.fabric, sc, unit, path); err != nil {
-				return fmt.Errorf("heatmap of %s: %w", sc, err)
+			drawn[m.Scenario] = true
+			path := o.heatmap + "-" + strings.NewReplacer("/", "_", "=", "-").Replace(m.Scenario)
+			if err := blame.Heatmap(j.fabric, m.Scenario, m.Unit, path); err != nil {
+				return fmt.Errorf("heatmap of %s: %w", m.Scenario, err)
 			}
 		}
 	}
@@ -347,11 +358,8 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	var retest string
 	reportFlags(fs, &o)
 	fs.StringVar(&retest, "retest", "", "the second pass's stream: name only the suspects it shows again")
-	err := fs.Parse(args)
+	err := parseSub(fs, args, "usage: rdmafabric report [-retest FILE] [-json FILE] [-heatmap PREFIX] [-drain slurm|kubernetes] [-min-drop D] FILE", stdout)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(stdout, "usage: rdmafabric report [-retest FILE] [-json FILE] [-heatmap PREFIX] [-drain slurm|kubernetes] FILE")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
 		return 0
 	}
 	if err == nil && fs.NArg() != 1 {
