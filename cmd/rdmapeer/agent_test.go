@@ -145,6 +145,12 @@ func TestAgentRefuses(t *testing.T) {
 			assert.Contains(t, pe.Msg, tc.want)
 		})
 	}
+	t.Run("unknown field", func(t *testing.T) {
+		_, _, err := agentCall(t, addr, oob.MsgRun, map[string]any{"dst": "node2", "scenario": "WriteBW", "runs": 1, "iters": 1, "bytes": 1 << 40})
+		var pe *oob.PeerError
+		require.ErrorAs(t, err, &pe)
+		assert.Contains(t, pe.Msg, `unknown field "bytes"`)
+	})
 	assert.Zero(t, m.runs, "nothing ran")
 }
 

@@ -16,14 +16,19 @@ import (
 // fuzzSession plays one whole session against a server with the fake
 // device over an in-memory connection: when in[0] is odd the harness
 // does a correct handshake first (so the fuzzer reaches Setup, Start and
-// Stop); then it sends the rest of in as the client's frames, and reads
-// whatever the peer answers. Nothing may panic, leak or hang.
+// Stop, or an agent's Facts and Run); when its bit 1 is set the server
+// is an agent (-agent, with a fake measurer); then it sends the rest of
+// in as the client's frames, and reads whatever the peer answers.
+// Nothing may panic, leak or hang, and an agent is free again after.
 func fuzzSession(t *testing.T, in []byte) {
 	f := newFakeDev()
 	lim := hostLimits()
 	lim.hello, lim.idle = time.Second, time.Second
 	s := newServer(f, testToken, lim)
 	s.logf = func(string, ...any) {}
+	if len(in) > 0 && in[0]&2 == 2 {
+		s.agent = newAgent("node1", []string{"node1", "node2"}, 18515, time.Second, lim.client.Mem, &fakeMeasurer{})
+	}
 	server, client := net.Pipe()
 	client.SetDeadline(time.Now().Add(10 * time.Second))
 	done := make(chan struct{})
@@ -56,6 +61,9 @@ func fuzzSession(t *testing.T, in []byte) {
 	require.Zero(t, live, "a passive side was not released")
 	require.Equal(t, budget{}, s.pool.inUse(), "the budget was not returned")
 	require.Empty(t, s.slots, "a client slot was not returned")
+	if s.agent != nil {
+		require.True(t, s.agent.busy.TryLock(), "the agent is still busy")
+	}
 }
 
 func frames(t testing.TB, msgs ...any) []byte {
@@ -80,6 +88,12 @@ func FuzzSession(f *testing.F) {
 	f.Add(append(auth, frames(f, oob.MsgStart, &oob.Start{}, oob.MsgSetup, writeEchoSetup())...))
 	f.Add(append(auth, frames(f, oob.MsgSetup, writeEchoSetup(), oob.MsgSetup, writeEchoSetup())...))
 	f.Add(append(auth, frames(f, oob.MsgError, &oob.Error{Msg: "x"})...))
+	agent := []byte{3}
+	f.Add(append(agent, frames(f, oob.MsgFacts, &oob.Facts{})...))
+	f.Add(append(agent, frames(f, oob.MsgRun, &oob.Run{Dst: "node2", Scenario: "WriteBW/size=65536", Runs: 3, Iters: 10})...))
+	f.Add(append(agent, frames(f, oob.MsgRun, map[string]any{"dst": "node2", "scenario": "WriteBW", "runs": 1, "iters": 1, "extra": 1})...))
+	f.Add(append(agent, frames(f, oob.MsgRun, &oob.Run{Dst: "node1", Scenario: "WriteBW", Runs: 1, Iters: 1}, oob.MsgRun, &oob.Run{Dst: "node2", Scenario: "WriteBW", Runs: 1, Iters: 1})...))
+	f.Add(append(auth, frames(f, oob.MsgRun, &oob.Run{Dst: "node2", Scenario: "WriteBW", Runs: 1, Iters: 1})...))
 	nonce := bytes.Repeat([]byte{1}, oob.NonceLen)
 	f.Add(append([]byte{0}, frames(f, oob.MsgHello, &oob.Hello{Version: oob.Version, Nonce: nonce}, oob.MsgAuth, &oob.Auth{Proof: nonce})...))
 	f.Add([]byte{0})
