@@ -59,3 +59,28 @@ func TestFabricLinkByLink(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, regressed(Compare(old, cur, opt)))
 }
+
+// TestFabricRealRuns: two real fabric runs of make test's 4-guest Slurm
+// cluster (ci/fabric, 2026-12-03; rdmafabric run, 12 directed links,
+// WriteLat/size=8, 8 runs of 200 round trips a link): the second with
+// 20 ms netem delay on the node1–node2 path only (FAULT_NODE= FABRIC_RUNS=8
+// FABRIC_SCENARIOS=WriteLat/size=8 bash ci/fabric/cluster.sh; healthy.txt
+// and faults.txt of one boot, stored as fabric-healthy.txt and
+// fabric-link.txt). At the gate's defaults the gate names that link,
+// both directions (the fault makes its round trips 3–6× slower), and no
+// other, though the two passes ran minutes apart, not interleaved.
+func TestFabricRealRuns(t *testing.T) {
+	old, err := ReadFile("testdata/fabric-healthy.txt", realIgnore)
+	require.NoError(t, err)
+	cur, err := ReadFile("testdata/fabric-link.txt", realIgnore)
+	require.NoError(t, err)
+	opt, err := options(0.05, "5%", "")
+	require.NoError(t, err)
+	rep := Compare(old, cur, opt)
+	require.Len(t, rep.Families, 12, "one benchmark per directed link")
+	assert.Equal(t, map[string]bool{
+		"Fabric/src=node1/dst=node2/bench=WriteLat/size=8-1": true,
+		"Fabric/src=node2/dst=node1/bench=WriteLat/size=8-1": true,
+	}, regressed(rep))
+	assert.Equal(t, ExitRegression, rep.ExitCode(false, false))
+}
