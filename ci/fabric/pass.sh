@@ -14,16 +14,17 @@
 # scenarios × FABRIC_RUNS runs of FABRIC_ITERS iterations.
 FABRIC_RUNS=${FABRIC_RUNS:-3}
 FABRIC_SCENARIOS=${FABRIC_SCENARIOS:-WriteBW/size=65536 WriteLat/size=8}
-FABRIC_ITERS=${FABRIC_ITERS:-200}
+FABRIC_ITERS=${FABRIC_ITERS:-100}
 FABRIC_PORT=18515
 # Blame's least drop: TCG noise. In 4 guests sharing 2 host cores an
 # 8-byte WRITE round trip takes 3–15 ms and a 64 KiB WRITE stream runs
-# at 4–7 MB/s, the runs of one link 3× apart at worst; medians of 3 runs
-# over a node's best partner stay within 30% of each other on a healthy
-# cluster (2026-12-03: 0.1 named two healthy nodes, 0.3 none). The
-# faults make their links 2–5× worse, so 50% (the default is 10%, for
-# real fabrics) names them and not the noise.
-FABRIC_MIN_DROP=${FABRIC_MIN_DROP:-0.5}
+# at 4–7 MB/s, the runs of one link 3× apart at worst, and a healthy
+# node's best partner has come out 2.2× slower than the others' (score
+# 0.45: CI at eedb7be named two healthy nodes at 0.5). The faults
+# (faults.sh, 50 ms) make their links over 4× slower, so 70% (named
+# below 0.3 of the typical; the default is 10%, for real fabrics) names
+# them and not the noise.
+FABRIC_MIN_DROP=${FABRIC_MIN_DROP:-0.7}
 
 fabric_pass() {
 	local bin=${FABRIC_BIN:?} out=${FABRIC_RUN:?} nodes i
