@@ -63,7 +63,7 @@ func TestFabricLinkByLink(t *testing.T) {
 // TestFabricRealRuns: two real fabric runs of make test's 4-guest Slurm
 // cluster (ci/fabric, 2026-12-03; rdmafabric run, 12 directed links,
 // WriteLat/size=8, 8 runs of 200 round trips a link): the second with
-// 20 ms netem delay on the node1–node2 path only (FAULT_NODE= FABRIC_RUNS=8
+// 20 ms netem delay on the node1–node2 path only (FAULT_LINK_DELAY=20ms FABRIC_ITERS=200 FAULT_NODE= FABRIC_RUNS=8
 // FABRIC_SCENARIOS=WriteLat/size=8 bash ci/fabric/cluster.sh; healthy.txt
 // and faults.txt of one boot, stored as fabric-healthy.txt and
 // fabric-link.txt). At the gate's defaults the gate names that link,
