@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -279,9 +280,7 @@ func TestRCSendRecv(t *testing.T) {
 func TestRCSendInline(t *testing.T) {
 	p := newDefaultPair(t, pairConfig{transport: verbs.TransportRC})
 	n := p.a.qp.Caps().MaxInline
-	if n == 0 {
-		t.Skip("device reports no inline support")
-	}
+	skipUnlessCapable(t, p.dev, n > 0, "inline data")
 	t.Logf("QP caps: %+v", p.a.qp.Caps())
 	fill(p.a.buf.Bytes()[:n], 3)
 	require.NoError(t, p.b.qp.PostRecv([]verbs.RecvWR{recvWR(1, p.b, 0, n)}))
@@ -355,9 +354,7 @@ func TestRCRead(t *testing.T) {
 
 func TestRCAtomics(t *testing.T) {
 	p := newDefaultPair(t, pairConfig{transport: verbs.TransportRC})
-	if p.dev.Attr().AtomicCap == verbs.AtomicNone {
-		t.Skip("device has no atomics")
-	}
+	skipUnlessCapable(t, p.dev, p.dev.Attr().AtomicCap != verbs.AtomicNone, "atomics")
 	ne := binary.NativeEndian
 	remote := p.b.buf.Bytes()[:8]
 	local := p.a.buf.Bytes()[:8]
@@ -629,4 +626,29 @@ func BenchmarkPostPoll(b *testing.B) {
 	for b.Loop() {
 		writeRoundTrip(b, p, wr, wcs)
 	}
+}
+
+// capableProviders are the providers known to have each capability the
+// device tests may skip without: rdma_rxe has inline data and atomics
+// (IBV_ATOMIC_HCA).
+var capableProviders = map[string][]string{
+	"inline data": {"rxe"},
+	"atomics":     {"rxe"},
+}
+
+// skipUnlessCapable skips t when the device lacks what (have false), and
+// fails it instead when the device's provider is one that has it: there
+// the "lack" is a regression (a wrong query, a wrong QP size), and a skip
+// would hide it (cilium/ebpf's rule: skip when the kernel lacks a
+// feature, fail when it should have it).
+func skipUnlessCapable(t *testing.T, d *verbs.Device, have bool, what string) {
+	t.Helper()
+	if have {
+		return
+	}
+	provider := d.Attr().Provider
+	if slices.Contains(capableProviders[what], provider) {
+		t.Fatalf("device %s (provider %s) reports no %s, but %s devices have it", d.Name(), provider, what, provider)
+	}
+	t.Skipf("device %s (provider %s) has no %s", d.Name(), provider, what)
 }
