@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/cpus"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -19,9 +20,7 @@ type Dev struct {
 	GIDEntry verbs.GIDEntry // the GID the tests use (-rdma.gid, or the best)
 	Opts     Options
 
-	allowed []int  // CPUs the process may use (allowedCPUs)
-	cpus    []int  // CPUs for the timed loops, in order of use (see loopCPUs)
-	cpusSrc string // where they came from
+	cpus cpus.Plan // where the timed loops run
 }
 
 // Required tells whether a device must exist: under CI=true or
@@ -51,7 +50,7 @@ func Device(tb testing.TB) *Dev {
 		// The benchmark path (not OpenDev's other users: rdmapeer, whose
 		// runtime serves many sessions and is not moved, and Config's
 		// throwaway open).
-		if _, err = confineRuntime(d.allowed, d.cpus); err != nil {
+		if _, err = d.cpus.ConfineRuntime(); err != nil {
 			d.Close()
 		}
 	}
@@ -121,8 +120,7 @@ func (d *Dev) setup() error {
 		return fmt.Errorf("rdmatest: %s port %d is %s, not ACTIVE", d.Name(), d.PortNum, pa.State)
 	}
 	d.PortAttr = pa
-	d.allowed = allowedCPUs()
-	if d.cpus, d.cpusSrc, err = loopCPUs(d.Name(), d.Opts.CPUs, d.allowed); err != nil {
+	if d.cpus, err = cpus.Choose(d.Name(), d.Opts.CPUs, cpus.Allowed()); err != nil {
 		return err
 	}
 	if d.Opts.GIDIndex >= 0 {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/cpus"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
 )
 
@@ -158,7 +159,7 @@ func (o Options) deviceErrs() []error {
 		errs = append(errs, fmt.Errorf("rdmatest: -rdma.gid %d is invalid: use -1 (best GID) or an index ≥ 0", o.GIDIndex))
 	}
 	if o.CPUs != "" && o.CPUs != "none" {
-		if _, err := parseCPUList(o.CPUs); err != nil {
+		if _, err := cpus.ParseList(o.CPUs); err != nil {
 			errs = append(errs, fmt.Errorf("rdmatest: -rdma.cpus: %w", err))
 		}
 	}

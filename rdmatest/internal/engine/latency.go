@@ -83,7 +83,7 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	defer p.close()
 	p.fillPatterns(&s)
 	timeout := d.Opts.Timeout
-	cpus := d.loopCPUs(s.busyGoroutines(d))
+	cpus := d.cpus.ForLoops(s.busyGoroutines(d))
 	resp, err := p.startPassive(&s, cpus[1])
 	if err != nil {
 		b.Fatal(err)

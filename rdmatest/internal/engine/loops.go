@@ -8,8 +8,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/cpus"
 	"github.com/rdmabench/rdmabench/verbs"
-	"golang.org/x/sys/unix"
 )
 
 // histGeometry is the C loops' view of every recorder's geometry.
@@ -68,13 +68,13 @@ func readyLoop(l *verbs.Loop, cpu int) *loopRun {
 			}
 		}()
 		runtime.LockOSThread()
-		r.err = pinThread(cpu)
+		r.err = cpus.PinThread(cpu)
 		close(ready)
 		<-r.start
 		if r.err == nil {
-			s0 := threadPreemptions()
+			s0 := cpus.ThreadPreemptions()
 			r.res, r.err = l.Run()
-			loopPreemptions.Add(threadPreemptions() - s0)
+			loopPreemptions.Add(cpus.ThreadPreemptions() - s0)
 		}
 	}()
 	<-ready
@@ -129,41 +129,30 @@ func timedRun(l *verbs.Loop, cpu int, pinned func()) (verbs.LoopResult, error) {
 }
 
 // onPinnedThread calls run on the calling goroutine's thread, locked and
-// pinned to cpu (< 0: see pinThread) for the call and restored after it,
+// pinned to cpu (< 0: see cpus.PinThread) for the call and restored after it,
 // and adds the thread's preemptions during run to loopPreemptions: the
 // frame of every timed loop that runs on the benchmark goroutine (the C
 // loops' timedRun, Measure's timedOps).
 func onPinnedThread(cpu int, run func() error) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	restore, err := pinSelf(cpu)
+	restore, err := cpus.PinSelf(cpu)
 	if err != nil {
 		return err
 	}
 	defer restore()
-	s0 := threadPreemptions()
-	defer func() { loopPreemptions.Add(threadPreemptions() - s0) }()
+	s0 := cpus.ThreadPreemptions()
+	defer func() { loopPreemptions.Add(cpus.ThreadPreemptions() - s0) }()
 	return run()
 }
 
 // loopPreemptions counts how often the timed loops' threads were
-// preempted — involuntary context switches (getrusage RUSAGE_THREAD,
-// ru_nivcsw) — over their runs: each loop's thread adds its own when its
-// run ends. A spinning loop gives its CPU away only when the kernel takes
+// preempted — involuntary context switches (cpus.ThreadPreemptions) —
+// over their runs: each loop's thread adds its own when its run ends. A spinning loop gives its CPU away only when the kernel takes
 // it: every count is a time the loop stopped for another thread (a Go
 // runtime thread, another process, a kernel thread), which lands in the
 // samples of that moment.
 var loopPreemptions atomic.Int64
-
-// threadPreemptions is the calling thread's involuntary context switches
-// so far (0 where getrusage cannot tell). It does not allocate.
-func threadPreemptions() int64 {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
-		return 0
-	}
-	return ru.Nivcsw
-}
 
 // measure runs l as b's timed region (see timedRun; the region's start,
 // beforeRun, just before it), then, untimed, runs after (if any), stops

@@ -127,7 +127,7 @@ func Config() [][2]string {
 			[2]string{"rdma-speed", strings.ReplaceAll(fmt.Sprintf("%dx %s", d.PortAttr.ActiveWidth, d.PortAttr.ActiveSpeed), " ", "")},
 			[2]string{"rdma-gid-type", strings.ReplaceAll(d.GIDEntry.Type.String(), " ", "")},
 			[2]string{"rdma-gid-index", fmt.Sprint(d.GIDEntry.Index)},
-			[2]string{"rdma-cpus", d.cpuLine()},
+			[2]string{"rdma-cpus", d.cpus.Line()},
 		)
 		d.Close()
 	}

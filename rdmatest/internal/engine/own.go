@@ -295,7 +295,7 @@ func Serve(tb testing.TB, p *Pair, r Role) {
 			r.size, recvBytes(&s), p.B.slot))
 	}
 	cfg, _ := serveConfig(p.B, &s, r.name, p.Cfg.RecvDepth, p.Dev.Opts.Timeout)
-	resp, err := startServe(cfg, p.Dev.loopCPUs(2)[1])
+	resp, err := startServe(cfg, p.Dev.cpus.ForLoops(2)[1])
 	if err != nil {
 		fatal(tb, err)
 	}
@@ -364,7 +364,7 @@ func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) {
 	b.ReportAllocs()
 	rec := NewRecorder()
 	before := beforeRun(b, d)
-	elapsed, n, err := timedOps(b, op, rec, d.loopCPUs(busy)[0])
+	elapsed, n, err := timedOps(b, op, rec, d.cpus.ForLoops(busy)[0])
 	before.end()
 	if err != nil {
 		p.served.fatal(b, fmt.Errorf("rdmatest: operation %d of %d (counted from 1): %w", n+1, b.N, err))

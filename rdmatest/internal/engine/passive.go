@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/cpus"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -31,7 +32,7 @@ func PassiveAccess(op verbs.Opcode) verbs.Access {
 // role it plays once started.
 type Passive struct {
 	dev       *Dev
-	cpu       int // its loop's CPU while it runs (Dev.takeCPU); -1: unpinned
+	cpu       int // its loop's CPU while it runs (cpus.Plan.Take); -1: unpinned
 	side      *Side
 	res       Resources
 	spec      Spec
@@ -112,7 +113,7 @@ func (p *Passive) SetupOK() *oob.SetupOK { return &p.setup }
 // memory. The side's slots are filled with the verification pattern
 // first, as a local passive side's are (see fillPatterns). The loop is
 // pinned to a CPU that no other passive side of the process holds (see
-// CPU and Dev.takeCPU).
+// CPU and cpus.Plan.Take).
 func (p *Passive) Start() error {
 	if p.resp != nil {
 		return errors.New("rdmatest: the passive side is already started")
@@ -126,10 +127,10 @@ func (p *Passive) Start() error {
 	if !ok {
 		return fmt.Errorf("rdmatest: unknown passive role %q", p.role)
 	}
-	p.cpu = p.dev.takeCPU()
+	p.cpu = p.dev.cpus.Take()
 	resp, err := startServe(cfg, p.cpu)
 	if err != nil {
-		giveCPU(p.cpu)
+		cpus.Give(p.cpu)
 		p.cpu = -1
 		return err
 	}
@@ -146,7 +147,7 @@ func (p *Passive) CPU() int { return p.cpu }
 func (p *Passive) Stop() (*oob.Stopped, error) {
 	err := p.resp.Stop() // the role's loop has returned: its counts are ours now
 	if p.resp.ended() {
-		giveCPU(p.cpu)
+		cpus.Give(p.cpu)
 	} // else the loop still spins there (Stop's error says so): the CPU stays held
 	p.cpu = -1
 	st := &oob.Stopped{}

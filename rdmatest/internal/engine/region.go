@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rdmabench/rdmabench/rdmatest/internal/cpus"
 )
 
 // region is what is read just before and just after a timed region: the
@@ -67,7 +69,7 @@ func (r *region) report(b *testing.B, d *Dev, ops int64) {
 	// passive side's at its stop, before this report). A region that no
 	// loop thread ran has nothing counted: it reports no such metric
 	// rather than a 0 that was never measured.
-	if !r.noLoop {
+	if !r.noLoop && cpus.Supported {
 		b.ReportMetric(float64(loopPreemptions.Load()-r.preemptions), "preempted/run")
 	}
 	if r.counters == nil {

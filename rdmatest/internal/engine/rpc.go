@@ -96,7 +96,7 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 		b.Skip(err)
 	}
 	b.ReportAllocs()
-	cpus := d.loopCPUs(2)
+	cpus := d.cpus.ForLoops(2)
 	c, resp, release := newEchoRPC(b, d, &s, int64(b.N), cpus[1])
 	defer release()
 	// Fill the window, complete one window of RPCs and take their

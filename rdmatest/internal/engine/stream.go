@@ -62,7 +62,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	p := NewPair(b, d, s.pairConfig())
 	defer p.close()
 	p.fillPatterns(&s)
-	cpus := d.loopCPUs(busy)
+	cpus := d.cpus.ForLoops(busy)
 	n := int64(b.N)
 	var resp *responder
 	var err error
