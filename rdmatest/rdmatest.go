@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/counters"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/engine"
 )
 
@@ -187,30 +188,30 @@ func ReportRate(b *testing.B, msgs int) { engine.ReportRate(b, msgs) }
 func FlushHlog() error { return engine.FlushHlog() }
 
 // Counters are a port's counter values by file name.
-type Counters = engine.Counters
+type Counters = counters.Values
 
 // ReadCounters reads a port's sysfs counters and hw_counters.
-func ReadCounters(dev string, port int) (Counters, error) { return engine.ReadCounters(dev, port) }
+func ReadCounters(dev string, port int) (Counters, error) { return counters.Read(dev, port) }
 
 // ReadCountersIn is ReadCounters under root, a directory laid out as
 // /sys/class/infiniband (a fake tree in tests, or another mount).
 func ReadCountersIn(root, dev string, port int) (Counters, error) {
-	return engine.ReadCountersIn(root, dev, port)
+	return counters.ReadIn(root, dev, port)
 }
 
 // Delta returns after-before for every counter that grew; counters that
 // went backwards or disappeared make it also return an error naming them.
-func Delta(before, after Counters) (Counters, error) { return engine.Delta(before, after) }
+func Delta(before, after Counters) (Counters, error) { return counters.Delta(before, after) }
 
 // Watched tells whether a counter is one rdmabench reports: a word of its
 // name (between underscores) speaks of retransmissions, retries,
 // sequence errors, RNR, timeouts, duplicates, errors, drops, discards,
 // an empty receive buffer or a link going down.
-func Watched(name string) bool { return engine.Watched(name) }
+func Watched(name string) bool { return counters.Watched(name) }
 
 // ReportCounters reports the watched counters of delta d as metrics
 // "<name>/run".
-func ReportCounters(b *testing.B, d Counters) { engine.ReportCounters(b, d) }
+func ReportCounters(b *testing.B, d Counters) { counters.Report(b, d) }
 
 // Errors.
 

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/counters"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/cpus"
 )
 
 // region is what is read just before and just after a timed region: the
 // port's counters and the process's CPU time.
 type region struct {
-	counters    Counters
+	counters    counters.Values
 	preemptions int64         // loopPreemptions at the start
 	noLoop      bool          // no loop thread ran the region (ControlPath): no preempted/run
 	cpu         time.Duration // CPU time at the start; after end, the CPU time spent
@@ -32,7 +33,7 @@ type region struct {
 func beforeRun(b *testing.B, d *Dev) *region {
 	debug.FreeOSMemory()
 	r := &region{}
-	c, err := ReadCounters(d.Name(), d.PortNum)
+	c, err := counters.Read(d.Name(), d.PortNum)
 	if err != nil {
 		b.Logf("rdmatest: no port counters: %v", err)
 	} else {
@@ -57,7 +58,7 @@ func (r *region) end() {
 // divided by ops; a loop that busy-polls burns its CPU whether or not
 // work arrives, so for polling runs this is about (spinning threads ×
 // elapsed) / ops, as perftest's --cpu_util shows ~100% per polling
-// thread. Then the port counters that moved (see ReportCounters), so
+// thread. Then the port counters that moved (see counters.Report), so
 // that a fast run with retransmissions shows them.
 func (r *region) report(b *testing.B, d *Dev, ops int64) {
 	b.Helper()
@@ -75,16 +76,16 @@ func (r *region) report(b *testing.B, d *Dev, ops int64) {
 	if r.counters == nil {
 		return
 	}
-	after, err := ReadCounters(d.Name(), d.PortNum)
+	after, err := counters.Read(d.Name(), d.PortNum)
 	if err != nil {
 		b.Errorf("rdmatest: reading port counters after the run: %v", err)
 		return
 	}
-	delta, err := Delta(r.counters, after)
+	delta, err := counters.Delta(r.counters, after)
 	if err != nil {
 		b.Errorf("rdmatest: %v", err)
 	}
-	ReportCounters(b, delta)
+	counters.Report(b, delta)
 }
 
 // cpuTime is the user and system CPU time of the process so far

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/counters"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -114,7 +115,7 @@ func median(ds []time.Duration) time.Duration {
 
 // retransmissions sums the counters that count the requester's retries
 // and the sequence errors that trigger them.
-func retransmissions(c Counters) (uint64, string) {
+func retransmissions(c counters.Values) (uint64, string) {
 	var sum uint64
 	var parts []string
 	for name, v := range c {
@@ -136,12 +137,12 @@ func TestWireLossVerified(t *testing.T) {
 		t.Run("loss="+loss, func(t *testing.T) {
 			netem(t, "loss", loss)
 			p, s := echoPair(t, d, 4096) // 4 packets a message at MTU 1024
-			before, err := ReadCounters(d.Name(), d.PortNum)
+			before, err := counters.Read(d.Name(), d.PortNum)
 			require.NoError(t, err)
 			pingVerified(t, p, s, 200)
-			after, err := ReadCounters(d.Name(), d.PortNum)
+			after, err := counters.Read(d.Name(), d.PortNum)
 			require.NoError(t, err)
-			delta, err := Delta(before, after)
+			delta, err := counters.Delta(before, after)
 			require.NoError(t, err)
 			n, which := retransmissions(delta)
 			t.Logf("loss %s: 200 messages of 4096 B verified; retransmission counters: %s", loss, which)

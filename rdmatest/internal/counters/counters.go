@@ -1,14 +1,13 @@
-package engine
-
-// Port counters.
+// Package counters reads an RDMA port's sysfs counters around a timed
+// region and reports the troubling ones as benchmark metrics.
 //
-// ReadCounters reads a port's sysfs counters (counters/ and hw_counters/)
-// before and after a benchmark; Delta subtracts them and ReportCounters
-// turns the troubling ones into benchmark metrics, so that a "fast" run
-// with retransmissions or sequence errors is visible next to its result.
+// Read reads a port's sysfs counters (counters/ and hw_counters/) before
+// and after a benchmark; Delta subtracts them and Report turns the
+// troubling ones into benchmark metrics, so that a "fast" run with
+// retransmissions or sequence errors is visible next to its result.
 //
-// Reporting choice: ReportCounters reports a counter of the delta that
-// is Watched (retransmission, retry, sequence, RNR, timeout, duplicate,
+// Reporting choice: Report reports a counter of the delta that is
+// Watched (retransmission, retry, sequence, RNR, timeout, duplicate,
 // error, drop, discard, out-of-buffer and link-down counters) as
 // b.ReportMetric(delta, "<name>/run"), and only when its delta is
 // non-zero. A fixed column per counter would print zeros for counters a
@@ -18,6 +17,7 @@ package engine
 // the delta is a total over one execution of the benchmark function (from
 // just before its timed region to just after it; setup excluded), not a
 // per-operation value.
+package counters
 
 import (
 	"errors"
@@ -34,37 +34,37 @@ import (
 // (tests point it at a fake tree).
 var SysfsRoot = "/sys/class/infiniband"
 
-// Counters are a port's counter values by file name (hw_counters entries
+// Values are a port's counter values by file name (hw_counters entries
 // carry the same names as their files; a name present in both
 // directories keeps the counters/ value under its name and the
 // hw_counters one under "hw_<name>").
-type Counters map[string]uint64
+type Values map[string]uint64
 
-// WatchedCounters are the words (parts of a counter's name between
+// WatchedWords are the words (parts of a counter's name between
 // underscores, any case) that make a counter worth reporting (see
-// ReportCounters): rxe's rcvd_seq_err, out_of_seq_request and
+// Report): rxe's rcvd_seq_err, out_of_seq_request and
 // retry_exceeded_err, mlx5's out_of_sequence, out_of_buffer and
 // roce_adp_retrans, the IB counters' port_rcv_errors, VL15_dropped and
 // link_downed. Whole words, not substrings: rxe's ack_deferred (ACK
 // coalescing, normal) is not an error.
-var WatchedCounters = []string{
+var WatchedWords = []string{
 	"err", "error", "errors", "retrans", "retry", "retries", "seq", "sequence", "rnr",
 	"timeout", "dup", "duplicate", "drop", "dropped", "discard", "discards", "buffer", "downed",
 }
 
-// ReadCounters reads every file of
+// Read reads every file of
 // <SysfsRoot>/<dev>/ports/<port>/counters and …/hw_counters. A missing
 // directory is fine as long as one of the two exists (rxe has only
 // hw_counters); a file that cannot be read or does not hold a decimal
 // number is an error naming it.
-func ReadCounters(dev string, port int) (Counters, error) {
-	return ReadCountersIn(SysfsRoot, dev, port)
+func Read(dev string, port int) (Values, error) {
+	return ReadIn(SysfsRoot, dev, port)
 }
 
-// ReadCountersIn is ReadCounters under root instead of SysfsRoot (a
+// ReadIn is Read under root instead of SysfsRoot (a
 // directory laid out as /sys/class/infiniband).
-func ReadCountersIn(root, dev string, port int) (Counters, error) {
-	c := Counters{}
+func ReadIn(root, dev string, port int) (Values, error) {
+	c := Values{}
 	base := filepath.Join(root, dev, "ports", strconv.Itoa(port))
 	found := 0
 	for _, d := range []struct{ dir, prefix string }{{"counters", ""}, {"hw_counters", "hw_"}} {
@@ -114,8 +114,8 @@ func readCounter(path string) (uint64, error) {
 // are left out). Counters that went backwards (a reset or wrap during the
 // run) or disappeared make it also return an error naming them; the
 // returned deltas are still valid for the other counters.
-func Delta(before, after Counters) (Counters, error) {
-	d := Counters{}
+func Delta(before, after Values) (Values, error) {
+	d := Values{}
 	var bad []string
 	for name, b := range before {
 		a, ok := after[name]
@@ -141,19 +141,19 @@ func Delta(before, after Counters) (Counters, error) {
 }
 
 // Watched tells whether one of the words of a counter's name is one of
-// WatchedCounters.
+// WatchedWords.
 func Watched(name string) bool {
 	for w := range strings.SplitSeq(strings.ToLower(name), "_") {
-		if slices.Contains(WatchedCounters, w) {
+		if slices.Contains(WatchedWords, w) {
 			return true
 		}
 	}
 	return false
 }
 
-// ReportCounters reports the watched counters of delta d as metrics
-// "<name>/run" (see the reporting choice at the top of this file).
-func ReportCounters(b *testing.B, d Counters) {
+// Report reports the watched counters of delta d as metrics
+// "<name>/run" (see the reporting choice in the package doc).
+func Report(b *testing.B, d Values) {
 	for name, v := range d {
 		if v != 0 && Watched(name) {
 			b.ReportMetric(float64(v), name+"/run")
