@@ -7,6 +7,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/counters"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/engine"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
 )
 
 // Device and flags.
@@ -15,7 +16,7 @@ import (
 type Dev = engine.Dev
 
 // Options are the settings of the -rdma.* flags, checked.
-type Options = engine.Options
+type Options = flags.Options
 
 // Main is a TestMain for packages of device tests and benchmarks: it
 // registers the -rdma.* flags on flag.CommandLine (unless -rdma.dev is
@@ -29,29 +30,29 @@ func Main(m *testing.M) { engine.Main(m) }
 // RegisterFlags registers on fs every -rdma.* flag of a benchmark or test
 // binary (see the package doc), each defaulting to its environment
 // variable. Nothing registers them on import.
-func RegisterFlags(fs *flag.FlagSet) { engine.RegisterFlags(fs) }
+func RegisterFlags(fs *flag.FlagSet) { flags.Register(fs) }
 
 // RegisterDeviceFlags registers on fs only the flags that choose the
 // device, the CPUs of its loops and bound every wait (-rdma.dev,
 // -rdma.port, -rdma.gid, -rdma.cpus, -rdma.timeout): what a command that
 // serves the device registers.
-func RegisterDeviceFlags(fs *flag.FlagSet) { engine.RegisterDeviceFlags(fs) }
+func RegisterDeviceFlags(fs *flag.FlagSet) { flags.RegisterDevice(fs) }
 
 // Opts returns the options from the flags (and their environment
 // fallbacks; without registered flags, the environment and the
 // defaults), checked: a bad value is an error naming it and its limit.
-func Opts() (Options, error) { return engine.Opts() }
+func Opts() (Options, error) { return flags.Opts() }
 
 // DeviceOpts returns only the settings of RegisterDeviceFlags, checked;
 // the client settings (HlogDir, Peer, PeerToken) stay empty and their
 // flags and environment are not read: what a command that serves the
 // device uses.
-func DeviceOpts() (Options, error) { return engine.DeviceOpts() }
+func DeviceOpts() (Options, error) { return flags.DeviceOpts() }
 
 // Required tells whether a device must exist: under CI=true or
 // RDMA_REQUIRE=1 a missing device fails tests instead of skipping them
 // (RDMA_REQUIRE=0 overrides CI=true).
-func Required() bool { return engine.Required() }
+func Required() bool { return flags.Required() }
 
 // Device opens the device chosen by the flags, checks its port and GID,
 // and closes it when tb ends. Without a device tb is skipped, or fails

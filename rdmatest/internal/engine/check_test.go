@@ -1,14 +1,13 @@
 package engine
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -52,8 +51,6 @@ func TestBadInputs(t *testing.T) {
 	stream := func(s Spec) func() error { return func() error { return withKind(s, true).CheckLimits(lim) } }
 	latency := func(s Spec) func() error { return func() error { return withKind(s, false).CheckLimits(lim) } }
 	sizes := func(in string) func() error { return func() error { _, err := ParseSizes(in); return err } }
-	hlogFile := filepath.Join(t.TempDir(), "results.txt")
-	require.NoError(t, os.WriteFile(hlogFile, nil, 0o644))
 	cq := &verbs.CQ{} // never used: Validate only checks that it is set
 	qp := func(c verbs.QPConfig) func() error {
 		return func() error {
@@ -121,23 +118,10 @@ func TestBadInputs(t *testing.T) {
 		{name: "size list: open range", err: sizes("1-"), want: []string{"empty message size"}},
 		{name: "size list: backwards range", err: sizes("64-8"), want: []string{`"64-8"`, "64 > 8"}},
 		{name: "size list: range above max", err: sizes("1K-4G"), want: []string{`"4G"`, "1..1073741824"}},
-		// Flags and environment (Opts).
-		{name: "port 0", err: opts(t, func() { *flagPort = 0 }), want: []string{"-rdma.port 0", "1..255"}},
-		{name: "port 256", err: opts(t, func() { *flagPort = 256 }), want: []string{"-rdma.port 256", "1..255"}},
-		{name: "gid -2", err: opts(t, func() { *flagGID = -2 }), want: []string{"-rdma.gid -2", "-1", "≥ 0"}},
-		{name: "timeout 0", err: opts(t, func() { *flagTimeout = 0 }), want: []string{"-rdma.timeout 0s", "out of range (0, 24h0m0s]"}},
-		{name: "timeout negative", err: opts(t, func() { *flagTimeout = -time.Second }), want: []string{"-rdma.timeout -1s", "out of range (0, 24h0m0s]"}},
-		{name: "timeout above a day", err: opts(t, func() { *flagTimeout = 25 * time.Hour }), want: []string{"-rdma.timeout 25h0m0s", "out of range (0, 24h0m0s]"}},
-		{name: "peer port 99999", err: opts(t, func() { *flagPeer = "10.0.0.2:99999" }), want: []string{`-rdma.peer "10.0.0.2:99999"`, "port 1..65535"}},
-		{name: "peer without host", err: opts(t, func() { *flagPeer = ":18515" }), want: []string{`-rdma.peer ":18515"`, "a host and a port"}},
-		{name: "hlog names a file", err: opts(t, func() { *flagHlog = hlogFile }), want: []string{"-rdma.hlog", "is a file, not a directory"}},
-		{name: "env RDMA_REQUIRE=yes", err: opts(t, func() { t.Setenv("RDMA_REQUIRE", "yes") }), want: []string{`RDMA_REQUIRE="yes"`, "not a boolean"}},
-		{name: "env RDMA_PORT=abc", err: opts(t, func() { envInt("RDMA_PORT", 1) }), want: []string{`RDMA_PORT="abc"`, "not an integer"}},
-		{name: "env RDMA_TIMEOUT=fast", err: opts(t, func() { envDuration("RDMA_TIMEOUT", time.Second) }), want: []string{`RDMA_TIMEOUT="fast"`, "not a duration"}},
 		// Options given to OpenDevWith directly: refused before anything opens.
-		{name: "OpenDevWith zero Options", err: func() error { _, err := OpenDevWith(Options{}); return err }, want: []string{"-rdma.port 0", "1..255", "-rdma.timeout 0s"}},
+		{name: "OpenDevWith zero Options", err: func() error { _, err := OpenDevWith(flags.Options{}); return err }, want: []string{"-rdma.port 0", "1..255", "-rdma.timeout 0s"}},
 		{name: "OpenDevWith bad CPU list", err: func() error {
-			_, err := OpenDevWith(Options{Port: 1, GIDIndex: -1, Timeout: time.Second, CPUs: "1-0"})
+			_, err := OpenDevWith(flags.Options{Port: 1, GIDIndex: -1, Timeout: time.Second, CPUs: "1-0"})
 			return err
 		}, want: []string{"-rdma.cpus", "1-0"}},
 		// verbs.QPConfig.Validate.
@@ -164,27 +148,6 @@ func TestBadInputs(t *testing.T) {
 	}
 }
 
-// opts returns a function that runs set (which changes the flag values,
-// or records environment errors, with RDMA_PORT=abc and
-// RDMA_TIMEOUT=fast set), calls Opts, and restores everything.
-func opts(t *testing.T, set func()) func() error {
-	return func() error {
-		dev, port, gid, timeout, hlog, peer := *flagDev, *flagPort, *flagGID, *flagTimeout, *flagHlog, *flagPeer
-		saved := envErrs
-		t.Setenv("RDMA_PORT", "abc")
-		t.Setenv("RDMA_TIMEOUT", "fast")
-		defer func() {
-			*flagDev, *flagPort, *flagGID, *flagTimeout, *flagHlog, *flagPeer = dev, port, gid, timeout, hlog, peer
-			envErrs = saved
-		}()
-		envErrs = nil
-		*flagPort, *flagGID, *flagTimeout = 1, -1, time.Second
-		set()
-		_, err := Opts()
-		return err
-	}
-}
-
 // TestGoodInputs makes sure the table above fails for the reason it
 // names and not because the base values are themselves refused.
 func TestGoodInputs(t *testing.T) {
@@ -198,7 +161,6 @@ func TestGoodInputs(t *testing.T) {
 	} {
 		assert.NoError(t, withKind(s, true).CheckLimits(lim), "%+v", s)
 	}
-	assert.NoError(t, opts(t, func() {})())
 	cq := &verbs.CQ{}
 	assert.NoError(t, verbs.QPConfig{SendCQ: cq, RecvCQ: cq, MaxSendWR: 1048576, MaxRecvWR: 1048576, MaxInline: 512}.Validate(lim.Attr))
 }

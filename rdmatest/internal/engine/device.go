@@ -3,11 +3,10 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/cpus"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -18,25 +17,9 @@ type Dev struct {
 	PortNum  int // the port the tests use (-rdma.port)
 	PortAttr verbs.PortAttr
 	GIDEntry verbs.GIDEntry // the GID the tests use (-rdma.gid, or the best)
-	Opts     Options
+	Opts     flags.Options
 
 	cpus cpus.Plan // where the timed loops run
-}
-
-// Required tells whether a device must exist: under CI=true or
-// RDMA_REQUIRE=1 (or true) a missing device fails tests instead of
-// skipping them. RDMA_REQUIRE=0 (or false) overrides CI=true; make test
-// sets it only for its host pass on a machine without RDMA, right before
-// it runs the same tests on a device with RDMA_REQUIRE=1. A value that is
-// no boolean requires (Opts reports it): a typo never turns failures into
-// skips.
-func Required() bool {
-	if v := os.Getenv("RDMA_REQUIRE"); v != "" {
-		b, err := strconv.ParseBool(v)
-		return b || err != nil
-	}
-	ci, _ := strconv.ParseBool(os.Getenv("CI"))
-	return ci
 }
 
 // Device opens the device chosen by the flags, checks its port and GID,
@@ -55,7 +38,7 @@ func Device(tb testing.TB) *Dev {
 		}
 	}
 	if errors.Is(err, verbs.ErrNoDevice) || errors.Is(err, verbs.ErrNotSupported) {
-		if Required() {
+		if flags.Required() {
 			fatal(tb, fmt.Sprintf("no RDMA device, and one is required (CI=true or RDMA_REQUIRE=1): %v", err))
 		}
 		skip(tb, fmt.Sprintf("no RDMA device: %v", err))
@@ -74,19 +57,20 @@ func Device(tb testing.TB) *Dev {
 // OpenDev opens the device chosen by the flags without a testing.TB (for
 // TestMain and commands); the caller closes it.
 func OpenDev() (*Dev, error) {
-	o, err := Opts()
+	o, err := flags.Opts()
 	if err != nil {
 		return nil, err
 	}
 	return OpenDevWith(o)
 }
 
-// OpenDevWith opens the device that o (from Opts or DeviceOpts) chooses;
+// OpenDevWith opens the device that o (from flags.Opts or
+// flags.DeviceOpts) chooses;
 // the caller closes it. Device settings out of range (the port, the GID
 // index, the CPU list, the timeout) are refused before anything opens.
-func OpenDevWith(o Options) (*Dev, error) {
-	if errs := o.deviceErrs(); len(errs) > 0 {
-		return nil, errors.Join(errs...)
+func OpenDevWith(o flags.Options) (*Dev, error) {
+	if err := o.CheckDevice(); err != nil {
+		return nil, err
 	}
 	var err error
 	name := o.Device

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
 )
 
 // TestOpenDevBadFlags: bad device selections are refused with the value
@@ -16,19 +18,19 @@ func TestOpenDevBadFlags(t *testing.T) {
 	beyond := ports + 1 // the first port number the device does not have
 	for _, tc := range []struct {
 		name string
-		set  func()
+		set  func(o *flags.Options)
 		want []string
 	}{
-		{"unknown device", func() { *flagDev = "mlx9" }, []string{`"mlx9" not found`, name}},
-		{"port beyond the device's", func() { *flagDev, *flagPort = name, beyond }, []string{fmt.Sprintf("port %d ", beyond), fmt.Sprintf("ports 1..%d", ports)}},
-		{"GID index beyond the table", func() { *flagDev, *flagGID = name, 100000 }, []string{"GID index 100000", "gid_tbl_len-1"}},
-		{"GID index not populated", func() { *flagDev, *flagGID = name, tableLen-1 }, []string{"GID index", "is empty"}},
+		{"unknown device", func(o *flags.Options) { o.Device = "mlx9" }, []string{`"mlx9" not found`, name}},
+		{"port beyond the device's", func(o *flags.Options) { o.Port = beyond }, []string{fmt.Sprintf("port %d ", beyond), fmt.Sprintf("ports 1..%d", ports)}},
+		{"GID index beyond the table", func(o *flags.Options) { o.GIDIndex = 100000 }, []string{"GID index 100000", "gid_tbl_len-1"}},
+		{"GID index not populated", func(o *flags.Options) { o.GIDIndex = tableLen - 1 }, []string{"GID index", "is empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dev, port, gid := *flagDev, *flagPort, *flagGID
-			t.Cleanup(func() { *flagDev, *flagPort, *flagGID = dev, port, gid })
-			tc.set()
-			got, err := OpenDev()
+			o := d.Opts // the flags' settings, as Device opened d with them
+			o.Device = name
+			tc.set(&o)
+			got, err := OpenDevWith(o)
 			if err == nil {
 				got.Close()
 			}

@@ -12,6 +12,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/rdmabench/rdmabench/rdmatest/benchname"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
 )
 
 // Histogram geometry shared by every recorder: 1 ns … 100 s, 3
@@ -82,7 +83,7 @@ var Percentiles = []struct {
 func ReportLatency(b *testing.B, r *Recorder) {
 	b.Helper()
 	reportPercentiles(b, r)
-	if o, _ := Opts(); o.HlogDir != "" {
+	if o, _ := flags.Opts(); o.HlogDir != "" {
 		if err := writeHlog(o.HlogDir, b.Name(), r); err != nil {
 			b.Errorf("rdmatest: %v", err)
 		}
@@ -101,7 +102,7 @@ func reportLatencyHeld(b *testing.B, r *Recorder) {
 		reportPercentiles(b, r)
 	}
 	// A run of Benchmark (testing.Benchmark) has no name to file it under.
-	if o, _ := Opts(); o.HlogDir != "" && b.Name() != "" {
+	if o, _ := flags.Opts(); o.HlogDir != "" && b.Name() != "" {
 		if err := holdHlog(o.HlogDir, b.Name(), b.N, r); err != nil {
 			b.Errorf("rdmatest: %v", err)
 		}

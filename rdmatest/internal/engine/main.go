@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
 )
 
 // Unit is a custom metric unit with its direction: Better is "higher" or
@@ -28,7 +30,7 @@ var Units = []Unit{
 }
 
 // Main is a TestMain for packages of device benchmarks: it registers the
-// -rdma.* flags on flag.CommandLine ([RegisterFlags], unless -rdma.dev is
+// -rdma.* flags on flag.CommandLine ([flags.Register], unless -rdma.dev is
 // there already), parses the flags, prints the benchmark-format
 // configuration lines that label the results (rdma-device,
 // rdma-provider, rdma-fw, rdma-node-guid, rdma-link-layer, rdma-mtu,
@@ -47,10 +49,10 @@ var Units = []Unit{
 // benchmark runs.
 func Main(m *testing.M) {
 	if flag.Lookup("rdma.dev") == nil {
-		RegisterFlags(flag.CommandLine)
+		flags.Register(flag.CommandLine)
 	}
 	flag.Parse()
-	o, err := Opts()
+	o, err := flags.Opts()
 	if err == nil && o.HlogDir != "" {
 		err = checkHlogDir(o.HlogDir)
 	}

@@ -8,11 +8,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
 func TestBusyGoroutines(t *testing.T) {
-	local, remote := &Dev{}, &Dev{Opts: Options{Peer: "peer:18515"}}
+	local, remote := &Dev{}, &Dev{Opts: flags.Options{Peer: "peer:18515"}}
 	cases := []struct {
 		name      string
 		s         Spec

@@ -1,4 +1,8 @@
-package engine
+// Package flags holds the settings of a test binary or command: the
+// -rdma.* flags and the environment variables they default to
+// (RDMA_DEVICE, RDMA_PORT, …, RDMA_REQUIRE), registered on a flag set
+// only when asked, read and checked against their limits.
+package flags
 
 import (
 	"errors"
@@ -31,9 +35,9 @@ type Options struct {
 
 // The settings' values: from the environment when the package is
 // initialised, then from the command line once a flag set holding them
-// (RegisterFlags, RegisterDeviceFlags) is parsed. Nothing is registered
-// on import: a program that registers nothing gets the environment and
-// the defaults.
+// (Register, RegisterDevice) is parsed. Nothing is registered on
+// import: a program that registers nothing gets the environment and the
+// defaults.
 var (
 	flagDev     = ptr(env("RDMA_DEVICE", ""))
 	flagPort    = ptr(envInt("RDMA_PORT", 1))
@@ -48,12 +52,12 @@ var (
 
 func ptr[T any](v T) *T { return &v }
 
-// RegisterDeviceFlags registers on fs the flags that choose the device,
-// the CPUs of its loops and bound every wait: -rdma.dev, -rdma.port,
+// RegisterDevice registers on fs the flags that choose the device, the
+// CPUs of its loops and bound every wait: -rdma.dev, -rdma.port,
 // -rdma.gid, -rdma.cpus and -rdma.timeout, each defaulting to its
 // environment variable. It is what a command that serves the device
-// (cmd/rdmapeer) needs; benchmarks register them all with RegisterFlags.
-func RegisterDeviceFlags(fs *flag.FlagSet) {
+// (cmd/rdmapeer) needs; benchmarks register them all with Register.
+func RegisterDevice(fs *flag.FlagSet) {
 	fs.StringVar(flagDev, "rdma.dev", *flagDev, "RDMA device (default: the first device with an ACTIVE port) [RDMA_DEVICE]")
 	fs.IntVar(flagPort, "rdma.port", *flagPort, "RDMA port [RDMA_PORT]")
 	fs.IntVar(flagGID, "rdma.gid", *flagGID, "GID index; -1 = best GID (RoCE v2, IPv4-mapped) [RDMA_GID_INDEX]")
@@ -61,15 +65,15 @@ func RegisterDeviceFlags(fs *flag.FlagSet) {
 	fs.DurationVar(flagTimeout, "rdma.timeout", *flagTimeout, "deadline for every single wait for a completion or a peer [RDMA_TIMEOUT]")
 }
 
-// RegisterFlags registers on fs every flag of a benchmark or test binary:
-// the device flags of RegisterDeviceFlags and -rdma.hlog, -rdma.peer,
+// Register registers on fs every flag of a benchmark or test binary: the
+// device flags of RegisterDevice and -rdma.hlog, -rdma.peer,
 // -rdma.peer-token and -rdma.peer-token-file, each defaulting to its
-// environment variable; Opts reads them once fs is parsed. [Main] calls it on
-// flag.CommandLine. Registering twice on one set panics, as every flag
-// redefinition does; sets registered apart share the values (Opts reads
-// what the last one parsed set).
-func RegisterFlags(fs *flag.FlagSet) {
-	RegisterDeviceFlags(fs)
+// environment variable; Opts reads them once fs is parsed. The engine's
+// Main calls it on flag.CommandLine. Registering twice on one set
+// panics, as every flag redefinition does; sets registered apart share
+// the values (Opts reads what the last one parsed set).
+func Register(fs *flag.FlagSet) {
+	RegisterDevice(fs)
 	fs.StringVar(flagHlog, "rdma.hlog", *flagHlog, "directory for HdrHistogram .hlog files, one per benchmark [RDMA_HLOG_DIR]")
 	fs.StringVar(flagPeer, "rdma.peer", *flagPeer, "host:port of an rdmapeer that plays the passive side on another host [RDMA_PEER]")
 	fs.StringVar(flagToken, "rdma.peer-token", *flagToken, "shared secret the peer requires (on the command line ps shows it: prefer the file or the environment) [RDMA_PEER_TOKEN]")
@@ -91,6 +95,22 @@ func peerToken(token, file string) (string, error) {
 		return "", fmt.Errorf("rdmatest: -rdma.peer-token-file: %w", err)
 	}
 	return t, nil
+}
+
+// Required tells whether a device must exist: under CI=true or
+// RDMA_REQUIRE=1 (or true) a missing device fails tests instead of
+// skipping them. RDMA_REQUIRE=0 (or false) overrides CI=true; make test
+// sets it only for its host pass on a machine without RDMA, right before
+// it runs the same tests on a device with RDMA_REQUIRE=1. A value that is
+// no boolean requires (Opts reports it): a typo never turns failures into
+// skips.
+func Required() bool {
+	if v := os.Getenv("RDMA_REQUIRE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		return b || err != nil
+	}
+	ci, _ := strconv.ParseBool(os.Getenv("CI"))
+	return ci
 }
 
 // MaxTimeout bounds -rdma.timeout, the deadline of every single wait.
@@ -130,7 +150,7 @@ func Opts() (Options, error) {
 	return o, errors.Join(errs...)
 }
 
-// DeviceOpts returns only the settings of RegisterDeviceFlags (device,
+// DeviceOpts returns only the settings of RegisterDevice (device,
 // port, GID, CPUs, timeout), checked as Opts checks them; the client
 // settings (HlogDir, Peer, PeerToken) stay empty and their flags and
 // environment are not read. It is what a command that serves the device
@@ -147,9 +167,13 @@ func deviceOpts() (Options, []error) {
 	return o, append(errs, o.deviceErrs()...)
 }
 
-// deviceErrs checks the device settings of o, each against its limit:
-// what Opts reports for the flags, and what OpenDevWith refuses before
-// it opens anything.
+// CheckDevice checks the device settings of o (the port, the GID index,
+// the CPU list, the timeout), each against its limit, as Opts does: what
+// opening a device with o refuses before it opens anything. The error
+// joins one error per bad setting, each naming the value and the limit.
+func (o Options) CheckDevice() error { return errors.Join(o.deviceErrs()...) }
+
+// deviceErrs is CheckDevice's errors, one per bad setting.
 func (o Options) deviceErrs() []error {
 	var errs []error
 	if o.Port < 1 || o.Port > 255 {

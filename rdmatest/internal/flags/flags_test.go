@@ -1,4 +1,4 @@
-package engine
+package flags
 
 import (
 	"encoding/json"
@@ -20,15 +20,14 @@ import (
 // flag gets (TestOptsWithoutFlags) instead of running the tests.
 const optsChildEnv = "RDMATEST_OPTS_CHILD"
 
-// TestMain registers the -rdma.* flags, which this test binary takes
-// (ci/devtests.sh passes -rdma.timeout, ci/twohost.sh -rdma.peer):
-// nothing registers them on import.
+// TestMain runs printOpts instead of the tests in the child of
+// TestOptsWithoutFlags. It registers no flag: nothing registers them on
+// import, and a program that registers none is what the child shows.
 func TestMain(m *testing.M) {
 	if os.Getenv(optsChildEnv) == "1" {
 		printOpts()
 		os.Exit(0)
 	}
-	RegisterFlags(flag.CommandLine)
 	os.Exit(m.Run())
 }
 
@@ -62,17 +61,17 @@ func rdmaFlags(fs *flag.FlagSet) []string {
 	return names
 }
 
-func TestRegisterFlags(t *testing.T) {
+func TestRegister(t *testing.T) {
 	all := flag.NewFlagSet("bench", flag.ContinueOnError)
-	RegisterFlags(all)
+	Register(all)
 	assert.Equal(t, []string{"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.hlog", "rdma.peer", "rdma.peer-token", "rdma.peer-token-file", "rdma.port", "rdma.timeout"}, rdmaFlags(all))
 
 	dev := flag.NewFlagSet("peer", flag.ContinueOnError)
-	RegisterDeviceFlags(dev)
+	RegisterDevice(dev)
 	assert.Equal(t, []string{"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.port", "rdma.timeout"}, rdmaFlags(dev))
 
 	all.SetOutput(io.Discard)
-	assert.Panics(t, func() { RegisterFlags(all) }, "a second registration on the same set")
+	assert.Panics(t, func() { Register(all) }, "a second registration on the same set")
 
 	// The sets share the values Opts reads; a registration does not
 	// reset them to the environment's.
@@ -80,7 +79,7 @@ func TestRegisterFlags(t *testing.T) {
 	t.Cleanup(func() { *flagDev, *flagPort, *flagTimeout, *flagPeer = d, port, timeout, peer })
 	require.NoError(t, all.Parse([]string{"-rdma.port", "3", "-rdma.peer", "hostB:18515"}))
 	require.NoError(t, dev.Parse([]string{"-rdma.dev", "mlx9", "-rdma.timeout", "3s"}))
-	RegisterDeviceFlags(flag.NewFlagSet("late", flag.ContinueOnError))
+	RegisterDevice(flag.NewFlagSet("late", flag.ContinueOnError))
 	o, err := Opts()
 	require.NoError(t, err)
 	assert.Equal(t, "mlx9", o.Device)
@@ -154,5 +153,65 @@ func TestPeerToken(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
+	}
+}
+
+// TestBadFlags: every malformed flag or environment value is refused by
+// Opts with a message naming the value and the limit.
+func TestBadFlags(t *testing.T) {
+	hlogFile := filepath.Join(t.TempDir(), "results.txt")
+	require.NoError(t, os.WriteFile(hlogFile, nil, 0o644))
+	for _, tc := range []struct {
+		name string
+		err  func() error
+		want []string
+	}{
+		{name: "port 0", err: opts(t, func() { *flagPort = 0 }), want: []string{"-rdma.port 0", "1..255"}},
+		{name: "port 256", err: opts(t, func() { *flagPort = 256 }), want: []string{"-rdma.port 256", "1..255"}},
+		{name: "gid -2", err: opts(t, func() { *flagGID = -2 }), want: []string{"-rdma.gid -2", "-1", "≥ 0"}},
+		{name: "timeout 0", err: opts(t, func() { *flagTimeout = 0 }), want: []string{"-rdma.timeout 0s", "out of range (0, 24h0m0s]"}},
+		{name: "timeout negative", err: opts(t, func() { *flagTimeout = -time.Second }), want: []string{"-rdma.timeout -1s", "out of range (0, 24h0m0s]"}},
+		{name: "timeout above a day", err: opts(t, func() { *flagTimeout = 25 * time.Hour }), want: []string{"-rdma.timeout 25h0m0s", "out of range (0, 24h0m0s]"}},
+		{name: "peer port 99999", err: opts(t, func() { *flagPeer = "10.0.0.2:99999" }), want: []string{`-rdma.peer "10.0.0.2:99999"`, "port 1..65535"}},
+		{name: "peer without host", err: opts(t, func() { *flagPeer = ":18515" }), want: []string{`-rdma.peer ":18515"`, "a host and a port"}},
+		{name: "hlog names a file", err: opts(t, func() { *flagHlog = hlogFile }), want: []string{"-rdma.hlog", "is a file, not a directory"}},
+		{name: "env RDMA_REQUIRE=yes", err: opts(t, func() { t.Setenv("RDMA_REQUIRE", "yes") }), want: []string{`RDMA_REQUIRE="yes"`, "not a boolean"}},
+		{name: "env RDMA_PORT=abc", err: opts(t, func() { envInt("RDMA_PORT", 1) }), want: []string{`RDMA_PORT="abc"`, "not an integer"}},
+		{name: "env RDMA_TIMEOUT=fast", err: opts(t, func() { envDuration("RDMA_TIMEOUT", time.Second) }), want: []string{`RDMA_TIMEOUT="fast"`, "not a duration"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.err()
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.ErrorContains(t, err, w)
+			}
+		})
+	}
+}
+
+// TestGoodFlags makes sure TestBadFlags fails for the reason each row
+// names and not because the base values are themselves refused.
+func TestGoodFlags(t *testing.T) {
+	assert.NoError(t, opts(t, func() {})())
+}
+
+// opts returns a function that runs set (which changes the flag values,
+// or records environment errors, with RDMA_PORT=abc and
+// RDMA_TIMEOUT=fast set), calls Opts, and restores everything.
+func opts(t *testing.T, set func()) func() error {
+	return func() error {
+		dev, port, gid, timeout, hlog, peer := *flagDev, *flagPort, *flagGID, *flagTimeout, *flagHlog, *flagPeer
+		saved := envErrs
+		t.Setenv("RDMA_PORT", "abc")
+		t.Setenv("RDMA_TIMEOUT", "fast")
+		defer func() {
+			*flagDev, *flagPort, *flagGID, *flagTimeout, *flagHlog, *flagPeer = dev, port, gid, timeout, hlog, peer
+			envErrs = saved
+		}()
+		envErrs = nil
+		*flagPort, *flagGID, *flagTimeout = 1, -1, time.Second
+		set()
+		_, err := Opts()
+		return err
 	}
 }
