@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/rdmabench/rdmabench/internal/results"
 	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
 )
@@ -103,17 +104,13 @@ func read(r io.Reader, name string) (*Fabric, error) {
 		lower: make(map[string]string),
 		links: make(map[Link]bool),
 	}
-	tap := newConfigTap()
-	rd := benchfmt.NewReader(io.TeeReader(r, tap), name)
+	rd := results.NewReader(r, name)
+	rd.Strict()
 	for rd.Scan() {
-		switch rec := rd.Result().(type) {
-		case *benchfmt.SyntaxError:
-			return nil, fmt.Errorf("read fabric results: %w", rec)
-		case *benchfmt.Result:
-			if err := b.addRow(rec); err != nil {
-				file, line := rec.Pos()
-				return nil, fmt.Errorf("read fabric results: %s:%d: %w", file, line, err)
-			}
+		rec := rd.Result()
+		if err := b.addRow(rec); err != nil {
+			file, line := rec.Pos()
+			return nil, fmt.Errorf("read fabric results: %s:%d: %w", file, line, err)
 		}
 	}
 	if err := rd.Err(); err != nil {
@@ -122,16 +119,15 @@ func read(r io.Reader, name string) (*Fabric, error) {
 	if len(b.links) == 0 {
 		return nil, fmt.Errorf("read fabric results %s: no Benchmark row", name)
 	}
-	tap.flush()
-	if err := b.finish(tap.keys, rd.Units()); err != nil {
+	if err := b.finish(rd.FinalConfig(), rd.Units()); err != nil {
 		return nil, fmt.Errorf("read fabric results %s: %w", name, err)
 	}
 	return b.f, nil
 }
 
 // addRow files one row's values under its scenario and link.
-func (b *builder) addRow(rec *benchfmt.Result) error {
-	l, scenario, err := splitRow(rec.Name.String())
+func (b *builder) addRow(rec *results.Result) error {
+	l, scenario, err := splitRow(rec.Name)
 	if err != nil {
 		return err
 	}
@@ -148,17 +144,10 @@ func (b *builder) addRow(rec *benchfmt.Result) error {
 		b.f.Scenarios = append(b.f.Scenarios, scenario)
 	}
 	for _, v := range rec.Values {
-		unit, val := v.Unit, v.Value
-		if v.OrigUnit != "" {
-			unit, val = v.OrigUnit, v.OrigValue
+		if units[v.Unit] == nil {
+			units[v.Unit] = make(map[Link][]float64)
 		}
-		if math.IsNaN(val) || math.IsInf(val, 0) {
-			continue
-		}
-		if units[unit] == nil {
-			units[unit] = make(map[Link][]float64)
-		}
-		units[unit][l] = append(units[unit][l], val)
+		units[v.Unit][l] = append(units[v.Unit][l], v.Value)
 	}
 	return nil
 }
@@ -224,10 +213,14 @@ func (b *builder) addNode(name string) error {
 // checkName tells why name cannot name a node (oob.CheckNodeName).
 func checkName(name string) error { return oob.CheckNodeName(name) }
 
-// finish files the facts and counters, checks the directions and sorts.
-func (b *builder) finish(keys map[string]string, units benchfmt.UnitMetadataMap) error {
-	for _, key := range slices.Sorted(maps.Keys(keys)) {
-		if err := b.addKey(key, keys[key]); err != nil {
+// finish files the facts and counters of the stream's configuration,
+// checks the directions and sorts.
+func (b *builder) finish(config map[string]string, units benchfmt.UnitMetadataMap) error {
+	for _, key := range slices.Sorted(maps.Keys(config)) {
+		if !strings.HasPrefix(key, keyPrefix) {
+			continue
+		}
+		if err := b.addKey(key, config[key]); err != nil {
 			return err
 		}
 	}

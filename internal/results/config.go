@@ -1,4 +1,4 @@
-package blame
+package results
 
 import (
 	"bytes"
@@ -7,13 +7,14 @@ import (
 )
 
 // maxTapLine is the longest line configTap keeps; a longer one is not a
-// fact (benchfmt's own line limit is lower).
+// configuration line (benchfmt's own line limit is lower).
 const maxTapLine = 1 << 20
 
-// configTap watches the bytes benchfmt reads and keeps the node fact and
-// counter configuration lines, wherever they are in the stream: benchfmt
-// itself only attaches configuration to the rows after it, and copying
-// every row's configuration would cost rows × facts.
+// configTap watches the bytes benchfmt reads and keeps the configuration
+// lines, wherever they are in the file (FinalConfig): benchfmt itself
+// only attaches configuration to the results after it, and copying every
+// result's configuration would cost results × keys (a fabric stream's
+// facts are thousands of keys).
 type configTap struct {
 	line     []byte
 	overlong bool
@@ -47,10 +48,11 @@ func (t *configTap) add(p []byte) {
 	t.line = append(t.line, p...)
 }
 
-// flush ends the current line, filing it when it is a fabric key.
+// flush ends the current line, filing it when it is a configuration
+// line.
 func (t *configTap) flush() {
 	line := bytes.TrimSuffix(t.line, []byte("\r"))
-	if !t.overlong && bytes.HasPrefix(line, []byte(keyPrefix)) {
+	if !t.overlong {
 		if key, val, ok := parseKeyValue(line); ok {
 			if len(val) == 0 {
 				delete(t.keys, string(key))
