@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/perf/benchfmt"
 
 	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 )
@@ -120,9 +119,9 @@ func assertPNG(t *testing.T, path string) {
 
 // assertSplit checks what split (SplitName, SplitRate) makes of name:
 // the family, the value of the part it cuts out, and ok.
-func assertSplit[V any](t *testing.T, split func(benchfmt.Name) (string, V, bool), name, family string, val V, ok bool) {
+func assertSplit[V any](t *testing.T, split func(string) (string, V, bool), name, family string, val V, ok bool) {
 	t.Helper()
-	gotFamily, gotVal, gotOK := split(benchfmt.Name(name))
+	gotFamily, gotVal, gotOK := split(name)
 	assert.Equal(t, ok, gotOK, name)
 	assert.Equal(t, family, gotFamily, name)
 	assert.Equal(t, val, gotVal, name)

@@ -10,8 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/perf/benchfmt"
-
+	"github.com/rdmabench/rdmabench/internal/results"
 	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 )
 
@@ -54,7 +53,8 @@ func ReadResultsFile(path string) (*Results, error) {
 	return ReadResults(f, path)
 }
 
-// ReadResults parses Go benchmark format and groups the values of
+// ReadResults reads a results file (internal/results: values as
+// written, those that are no number left out) and groups the values of
 // benchmarks with a /rate= name part by load family and rate (see
 // SplitRate), and those of the other benchmarks with a /size=<bytes>
 // part by family and size (see SplitName). It fails on I/O errors and
@@ -64,13 +64,10 @@ func ReadResults(r io.Reader, path string) (*Results, error) {
 		byUnit: make(map[string]map[string]map[int64][]float64),
 		loads:  make(map[string]map[string]map[string][]float64),
 	}
-	rd := benchfmt.NewReader(r, path)
+	rd := results.NewReader(r, path)
 	seen, seenLoad := make(map[string]bool), make(map[string]bool)
 	for rd.Scan() {
-		rec, ok := rd.Result().(*benchfmt.Result)
-		if !ok {
-			continue // syntax errors and unit metadata
-		}
+		rec := rd.Result()
 		if family, rate, ok := SplitRate(rec.Name); ok {
 			if !seenLoad[family] {
 				seenLoad[family] = true
@@ -99,28 +96,21 @@ func ReadResults(r io.Reader, path string) (*Results, error) {
 	return res, nil
 }
 
-// addValues files the finite values of one result under unit → family
-// → key (a size or a rate).
-func addValues[K comparable](index map[string]map[string]map[K][]float64, family string, key K, values []benchfmt.Value) {
+// addValues files the values of one result under unit → family → key
+// (a size or a rate).
+func addValues[K comparable](index map[string]map[string]map[K][]float64, family string, key K, values []results.Value) {
 	for _, v := range values {
-		unit, val := v.Unit, v.Value
-		if v.OrigUnit != "" {
-			unit, val = v.OrigUnit, v.OrigValue
-		}
-		if math.IsNaN(val) || math.IsInf(val, 0) {
-			continue
-		}
-		fams := index[unit]
+		fams := index[v.Unit]
 		if fams == nil {
 			fams = make(map[string]map[K][]float64)
-			index[unit] = fams
+			index[v.Unit] = fams
 		}
 		keys := fams[family]
 		if keys == nil {
 			keys = make(map[K][]float64)
 			fams[family] = keys
 		}
-		keys[key] = append(keys[key], val)
+		keys[key] = append(keys[key], v.Value)
 	}
 }
 
@@ -130,7 +120,7 @@ func addValues[K comparable](index map[string]map[string]map[K][]float64, family
 // suffix stays so that different GOMAXPROCS are not merged), and the
 // size in bytes. ok is false when there is no valid size=<positive
 // integer> part.
-func SplitName(name benchfmt.Name) (family string, size int64, ok bool) {
+func SplitName(name string) (family string, size int64, ok bool) {
 	family, v, ok := cutPart(name, "size", func(v string) bool {
 		n, err := strconv.ParseInt(v, 10, 64)
 		return err == nil && n > 0
@@ -149,7 +139,7 @@ func SplitName(name benchfmt.Name) (family string, size int64, ok bool) {
 // ("25%": a share of the peak rate measured just before; a number
 // without % is in msgs/s). ok is false when there is no rate=<positive
 // number>[%] part.
-func SplitRate(name benchfmt.Name) (family, rate string, ok bool) {
+func SplitRate(name string) (family, rate string, ok bool) {
 	return cutPart(name, "rate", func(v string) bool {
 		_, ok := rateValue(v)
 		return ok
@@ -166,8 +156,8 @@ func rateValue(v string) (float64, bool) {
 // cutPart removes the first /key=value part of name whose value valid
 // accepts and returns the rest of the name and that value. A name
 // outside benchname's grammar has no parts: ok is false.
-func cutPart(name benchfmt.Name, key string, valid func(string) bool) (rest, val string, ok bool) {
-	n, err := benchname.Parse(string(name.Full()))
+func cutPart(name, key string, valid func(string) bool) (rest, val string, ok bool) {
+	n, err := benchname.Parse(name)
 	if err != nil {
 		return "", "", false
 	}
