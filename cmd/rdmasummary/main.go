@@ -5,9 +5,10 @@
 //
 //	go run ./cmd/rdmasummary RESULTS.txt
 //
-// Names are read with rdmatest/benchname. A family is a base name
-// (WriteBW, SendLat, ...); a name outside benchname's grammar is a family
-// of its own, named whole, without parts. A family's heading shows the
+// The file is read with internal/results, the names with
+// rdmatest/benchname. A family is a base name (WriteBW, SendLat, ...); a
+// name outside benchname's grammar is a family of its own, named whole,
+// without parts. A family's heading shows the
 // name parts common to all its benchmarks (and GOMAXPROCS); each row is
 // one benchmark, with a column for each name key whose value varies
 // (transport, size, qd, ...), n (the runs of that benchmark in the

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
 
+	"github.com/rdmabench/rdmabench/internal/results"
 	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 )
 
@@ -50,28 +50,25 @@ type Row struct {
 // setupKeys are the configuration lines shown in the heading.
 var setupKeys = []string{"rdma-device", "rdma-provider", "rdma-fw", "rdma-host", "kernel", "cpu"}
 
-// Read parses Go benchmark output. It fails when r cannot be read or
-// holds no result line; malformed lines are skipped.
+// Read reads a results file (internal/results: values as written, those
+// that are no number left out). It fails when r cannot be read or holds
+// no result line; malformed lines are skipped.
 func Read(r io.Reader, path string) (*Summary, error) {
 	s := &Summary{Path: path}
 	families := map[string]*Family{}
 	rows := map[string]*Row{}
 	setup := map[string][]string{}
-	rd := benchfmt.NewReader(r, path)
+	rd := results.NewReader(r, path)
 	for rd.Scan() {
-		res, ok := rd.Result().(*benchfmt.Result)
-		if !ok {
-			continue
-		}
+		res := rd.Result()
 		for _, k := range setupKeys {
-			if v := res.GetConfig(k); v != "" && !slices.Contains(setup[k], v) {
+			if v := res.Config(k); v != "" && !slices.Contains(setup[k], v) {
 				setup[k] = append(setup[k], v)
 			}
 		}
-		full := string(res.Name.Full())
-		row := rows[full]
+		row := rows[res.Name]
 		if row == nil {
-			base, parts := benchParts(full)
+			base, parts := benchParts(res.Name)
 			fam := families[base]
 			if fam == nil {
 				fam = &Family{Base: base}
@@ -79,19 +76,12 @@ func Read(r io.Reader, path string) (*Summary, error) {
 				s.Families = append(s.Families, fam)
 			}
 			row = &Row{Parts: parts, Values: map[string][]float64{}}
-			rows[full] = row
+			rows[res.Name] = row
 			fam.Rows = append(fam.Rows, row)
 		}
 		row.Runs++
 		for _, v := range res.Values {
-			unit, val := v.Unit, v.Value
-			if v.OrigUnit != "" { // benchfmt tidies MB/s into B/s: keep the file's
-				unit, val = v.OrigUnit, v.OrigValue
-			}
-			if math.IsNaN(val) || math.IsInf(val, 0) {
-				continue // no number (the testing package prints NaN ns/op for a run it could not time): not a sample
-			}
-			row.Values[unit] = append(row.Values[unit], val)
+			row.Values[v.Unit] = append(row.Values[v.Unit], v.Value)
 		}
 	}
 	if err := rd.Err(); err != nil {
@@ -192,16 +182,12 @@ func (f *Family) keys() (vary []string, common []benchname.Part) {
 	return vary, common
 }
 
-// preemptedUnit is rdmatest's count of the timed loops' preemptions: a
-// /run unit, but not a port counter.
-const preemptedUnit = "preempted/run"
-
 // preempted returns the median, minimum and maximum of f's preempted/run
 // over all its runs, and how many runs carry it.
 func (f *Family) preempted() (med, lo, hi float64, n int) {
 	var all []float64
 	for _, r := range f.Rows {
-		all = append(all, r.Values[preemptedUnit]...)
+		all = append(all, r.Values[results.Preempted]...)
 	}
 	if len(all) == 0 {
 		return 0, 0, 0, 0
@@ -210,14 +196,14 @@ func (f *Family) preempted() (med, lo, hi float64, n int) {
 	return (all[(len(all)-1)/2] + all[len(all)/2]) / 2, all[0], all[len(all)-1], len(all)
 }
 
-// counters returns the port counters (units ending in /run) that moved
-// in f, sorted, and in how many rows.
+// counters returns the port counters (results.Counter) that moved in f,
+// sorted, and in how many rows.
 func (f *Family) counters() (names []string, rows int) {
 	for _, r := range f.Rows {
 		moved := false
 		for u, vs := range r.Values {
-			name, ok := strings.CutSuffix(u, "/run")
-			if !ok || u == preemptedUnit || !slices.ContainsFunc(vs, func(v float64) bool { return v != 0 }) {
+			name, ok := results.Counter(u)
+			if !ok || !slices.ContainsFunc(vs, func(v float64) bool { return v != 0 }) {
 				continue
 			}
 			moved = true
