@@ -8,6 +8,7 @@ import (
 	"github.com/rdmabench/rdmabench/rdmatest/internal/counters"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/engine"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 )
 
 // Device and flags.
@@ -168,16 +169,16 @@ func Units() []Unit { return engine.RegisteredUnits() }
 
 // Recorder collects latency samples in an HDR histogram (1 ns … 100 s,
 // 3 significant digits).
-type Recorder = engine.Recorder
+type Recorder = hist.Recorder
 
 // NewRecorder returns an empty recorder. Creating one allocates about
 // 200 KB: do it outside the measured loop.
-func NewRecorder() *Recorder { return engine.NewRecorder() }
+func NewRecorder() *Recorder { return hist.NewRecorder() }
 
 // ReportLatency reports the recorder's percentiles and maximum on b
 // (p50-ns … p99.99-ns, max-ns) and, with -rdma.hlog, writes the
 // histogram to <dir>/<benchmark name>.hlog. Call it after the loop.
-func ReportLatency(b *testing.B, r *Recorder) { engine.ReportLatency(b, r) }
+func ReportLatency(b *testing.B, r *Recorder) { hist.ReportLatency(b, r) }
 
 // ReportRate reports msgs/s: msgs divided by the testing timer's elapsed
 // time (b.Elapsed), for a benchmark with no clock of its own around its
@@ -186,7 +187,7 @@ func ReportLatency(b *testing.B, r *Recorder) { engine.ReportLatency(b, r) }
 func ReportRate(b *testing.B, msgs int) { engine.ReportRate(b, msgs) }
 
 // FlushHlog writes the .hlog interval still held, if any (Main calls it).
-func FlushHlog() error { return engine.FlushHlog() }
+func FlushHlog() error { return hist.FlushHlog() }
 
 // Counters are a port's counter values by file name.
 type Counters = counters.Values

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -87,12 +88,12 @@ func streamThreads(b *testing.B, d *Dev, s Spec) {
 	for _, w := range ws[1:] {
 		results = append(results, w.run.res)
 	}
-	rec := NewRecorder()
+	rec := hist.NewRecorder()
 	start, last, slowest := res0.First, int64(0), 0.0
 	for i, w := range ws {
 		sink, err := w.p.stopSink(w.resp, &s, 0, w.n)
 		if err = errors.Join(errs[i], err); err == nil {
-			err = rec.importLoop(w.loop, results[i])
+			err = importLoop(rec, w.loop, results[i])
 		}
 		if err == nil {
 			err = w.p.verifyStream(&s, w.n)
@@ -110,7 +111,7 @@ func streamThreads(b *testing.B, d *Dev, s Spec) {
 	if rec.Count() == 0 && noSignaledWR(&s, ws[0].n) { // see Stream
 		rec = nil
 	}
-	reportLatencyHeld(b, rec)
+	hist.ReportLatencyHeld(b, rec)
 	elapsed := time.Duration(last - start)
 	reportLoopRate(b, "msgs/s", int64(b.N), elapsed)
 	b.ReportMetric(float64(int64(b.N)*int64(s.Size))/1e6/elapsed.Seconds(), "MB/s")

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -55,7 +56,7 @@ func ControlPath(b *testing.B, d *Dev, c Control) {
 	if err != nil {
 		skipOrFail(b, err)
 	}
-	rec := NewRecorder()
+	rec := hist.NewRecorder()
 	var total int64
 	b.ReportAllocs()
 	before := beforeRun(b, d)
@@ -81,7 +82,7 @@ func ControlPath(b *testing.B, d *Dev, c Control) {
 		}
 	}
 	before.end() // b.Loop has stopped the timer
-	ReportLatency(b, rec)
+	hist.ReportLatency(b, rec)
 	if total > 0 {
 		b.ReportMetric(float64(rec.Count())/(float64(total)/1e9), "ops/s")
 	}

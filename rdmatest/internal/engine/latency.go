@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -103,7 +104,7 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	if err := p.verifyLatency(&s); err != nil {
 		b.Fatal(err)
 	}
-	reportLatencyHeld(b, rec)
+	hist.ReportLatencyHeld(b, rec)
 	reportLoopRate(b, "msgs/s", res.Ops, res.Elapsed())
 	before.report(b, d, int64(b.N))
 }

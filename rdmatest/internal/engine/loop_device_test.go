@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -54,13 +55,13 @@ func TestEchoRPCSamplesInRun(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Drain(), "every request of the run is answered")
 	require.NoError(t, resp.Stop())
-	rec := NewRecorder()
-	require.NoError(t, rec.importLoop(c, res))
+	rec := hist.NewRecorder()
+	require.NoError(t, importLoop(rec, c, res))
 	require.Equal(t, int64(100), rec.Count())
 	elapsed := res.Elapsed()
 	require.Less(t, elapsed, pause, "the run itself is shorter than the pause (else the test shows nothing)")
 	// Max is the highest value of its HDR bucket: up to 0.1% above the sample.
-	assert.LessOrEqual(t, float64(rec.h.Max()), 1.001*float64(elapsed.Nanoseconds()), "a sample longer than the run")
+	assert.LessOrEqual(t, float64(rec.Max()), 1.001*float64(elapsed.Nanoseconds()), "a sample longer than the run")
 }
 
 // TestLoopConfigsRefused: loop configurations the C loops cannot run to

@@ -7,36 +7,29 @@ import (
 	"testing"
 	"time"
 
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/cpus"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
 // histGeometry is the C loops' view of every recorder's geometry.
 var histGeometry = func() verbs.HistGeometry {
-	g, err := verbs.NewHistGeometry(histLowest, histHighest, histSigFigs)
+	g, err := verbs.NewHistGeometry(hist.Lowest, hist.Highest, hist.SigFigs)
 	if err != nil {
 		panic(err)
 	}
 	return g
 }()
 
-// importLoop adds the samples a C loop recorded to r: its counts array,
-// laid out as hdrhistogram-go's for the same geometry, is imported and
-// merged (outside the timed region).
-func (r *Recorder) importLoop(l *verbs.Loop, res verbs.LoopResult) error {
+// importLoop adds the samples the C loop l recorded to r: its counts
+// array, laid out as hdrhistogram-go's for the same geometry, is
+// imported and merged (outside the timed region).
+func importLoop(r *hist.Recorder, l *verbs.Loop, res verbs.LoopResult) error {
 	counts := make([]int64, histGeometry.CountsLen())
 	if err := l.Counts(counts); err != nil {
 		return err
 	}
-	h := hdrhistogram.Import(&hdrhistogram.Snapshot{LowestTrackableValue: histLowest,
-		HighestTrackableValue: histHighest, SignificantFigures: histSigFigs, Counts: counts})
-	if h.TotalCount() != res.Samples {
-		return fmt.Errorf("rdmatest: the loop recorded %d samples but its histogram holds %d", res.Samples, h.TotalCount())
-	}
-	r.h.Merge(h)
-	r.overflow += res.Overflow
-	return nil
+	return r.AddCounts(counts, res.Samples, res.Overflow)
 }
 
 // loopRun is one C loop on an OS thread of its own (locked, and pinned to
@@ -158,7 +151,7 @@ var loopPreemptions atomic.Int64
 // beforeRun, just before it), then, untimed, runs after (if any), stops
 // the passive side resp and imports the loop's samples. Any failure ends
 // b, with the passive side's error added.
-func measure(b *testing.B, d *Dev, l *verbs.Loop, cpu int, resp *responder, after func() error) (verbs.LoopResult, *Recorder, *region) {
+func measure(b *testing.B, d *Dev, l *verbs.Loop, cpu int, resp *responder, after func() error) (verbs.LoopResult, *hist.Recorder, *region) {
 	b.Helper()
 	slowdown(b, l)
 	before := beforeRun(b, d)
@@ -174,8 +167,8 @@ func measure(b *testing.B, d *Dev, l *verbs.Loop, cpu int, resp *responder, afte
 	if err := resp.Stop(); err != nil {
 		b.Fatal(err)
 	}
-	rec := NewRecorder()
-	if err := rec.importLoop(l, res); err != nil {
+	rec := hist.NewRecorder()
+	if err := importLoop(rec, l, res); err != nil {
 		b.Fatal(err)
 	}
 	return res, rec, before

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 )
 
 // Unit is a custom metric unit with its direction: Better is "higher" or
@@ -37,7 +38,7 @@ var Units = []Unit{
 // rdma-speed, rdma-gid-type, rdma-gid-index, rdma-cpus, kernel,
 // rdma-core; rdma-host in the qemu guest) and the Unit lines,
 // then runs the tests, writes the .hlog interval still held for a b.N
-// benchmark (FlushHlog) and exits.
+// benchmark (hist.FlushHlog) and exits.
 //
 //	func TestMain(m *testing.M) { rdmatest.Main(m) }
 //
@@ -54,7 +55,7 @@ func Main(m *testing.M) {
 	flag.Parse()
 	o, err := flags.Opts()
 	if err == nil && o.HlogDir != "" {
-		err = checkHlogDir(o.HlogDir)
+		err = hist.CheckHlogDir(o.HlogDir)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err) // before any benchmark runs on a bad setting
@@ -69,7 +70,7 @@ func Main(m *testing.M) {
 	code := m.Run()
 	endTurns()
 	printUnitsFrom(os.Stdout, printed) // registered while the benchmarks ran
-	if err := FlushHlog(); err != nil {
+	if err := hist.FlushHlog(); err != nil {
 		fmt.Fprintln(os.Stderr, "rdmatest:", err)
 		code = max(code, 1)
 	}

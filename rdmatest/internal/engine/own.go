@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -362,7 +363,7 @@ func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) {
 		}
 	}
 	b.ReportAllocs()
-	rec := NewRecorder()
+	rec := hist.NewRecorder()
 	before := beforeRun(b, d)
 	elapsed, n, err := timedOps(b, op, rec, d.cpus.ForLoops(busy)[0])
 	before.end()
@@ -375,7 +376,7 @@ func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) {
 	if err := p.served.Stop(); err != nil {
 		fatal(b, err)
 	}
-	reportLatencyHeld(b, rec)
+	hist.ReportLatencyHeld(b, rec)
 	reportLoopRate(b, o.Rate, int64(b.N), elapsed)
 	before.report(b, d, int64(b.N))
 }
@@ -383,7 +384,7 @@ func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) {
 // timedOps runs op b.N times as b's timed region on the calling
 // goroutine's thread pinned to cpu, recording each call in rec; it
 // returns the loop's own time and, on an error, the failed call's index.
-func timedOps(b *testing.B, op func() error, rec *Recorder, cpu int) (time.Duration, int, error) {
+func timedOps(b *testing.B, op func() error, rec *hist.Recorder, cpu int) (time.Duration, int, error) {
 	var elapsed time.Duration
 	n := 0 // the failed call's index; b.N when none failed
 	err := onPinnedThread(cpu, func() error {
@@ -422,4 +423,15 @@ func (p *Pair) checkServed() error {
 		return fmt.Errorf("rdmatest: A posted %d messages that consume a receive, but the passive side received %d", want, got)
 	}
 	return nil
+}
+
+// ReportRate reports msgs/s: msgs divided by the testing timer's elapsed
+// time (b.Elapsed), for a pattern with no loop clock of its own; the
+// standard scenarios and Measure divide by the loop's own time instead.
+// Call it after the loop (and after any timed drain).
+func ReportRate(b *testing.B, msgs int) {
+	b.Helper()
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(msgs)/s, "msgs/s")
+	}
 }

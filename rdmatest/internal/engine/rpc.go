@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -106,7 +107,7 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 		resp.fatal(b, err)
 	}
 	res, rec, before := measure(b, d, c, cpus[0], resp, c.Drain)
-	reportLatencyHeld(b, rec)
+	hist.ReportLatencyHeld(b, rec)
 	reportLoopRate(b, "msgs/s", res.Ops, res.Elapsed())
 	before.report(b, d, int64(b.N))
 }

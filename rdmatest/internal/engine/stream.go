@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -126,13 +127,13 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec := NewRecorder()
-	if err := rec.importLoop(a, res); err != nil {
+	rec := hist.NewRecorder()
+	if err := importLoop(rec, a, res); err != nil {
 		b.Fatal(err)
 	}
 	elapsed, msgs := res.Elapsed(), n
 	if mirror != nil {
-		if err := rec.importLoop(mirror.loop, mres); err != nil {
+		if err := importLoop(rec, mirror.loop, mres); err != nil {
 			b.Fatal(err)
 		}
 		elapsed, msgs = time.Duration(max(res.Last, mres.Last)-res.First), 2*n
@@ -146,7 +147,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	if err := p.verifyStream(&s, n); err != nil {
 		b.Fatal(err)
 	}
-	reportLatencyHeld(b, rec)
+	hist.ReportLatencyHeld(b, rec)
 	switch {
 	case s.Inbound:
 		sink.reportInbound(b, res.First)

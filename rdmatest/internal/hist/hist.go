@@ -1,4 +1,7 @@
-package engine
+// Package hist records latency samples in HDR histograms and reports
+// them: as percentile metrics of a benchmark and, with -rdma.hlog, as
+// intervals of HdrHistogram .hlog files, one file per benchmark.
+package hist
 
 import (
 	"errors"
@@ -16,11 +19,13 @@ import (
 )
 
 // Histogram geometry shared by every recorder: 1 ns … 100 s, 3
-// significant digits (values are exact to within 0.1%).
+// significant digits (values are exact to within 0.1%). A recorder of
+// samples kept elsewhere (a C loop's) lays its counts out for the same
+// geometry (see Recorder.AddCounts).
 const (
-	histLowest  = 1
-	histHighest = int64(100 * time.Second)
-	histSigFigs = 3
+	Lowest  = 1
+	Highest = int64(100 * time.Second)
+	SigFigs = 3
 )
 
 // Recorder collects latency samples (in nanoseconds) of one goroutine.
@@ -28,13 +33,13 @@ const (
 // Merge them after the goroutines are done.
 type Recorder struct {
 	h        *hdrhistogram.Histogram
-	overflow int64 // samples above histHighest, counted, never dropped silently
+	overflow int64 // samples above Highest, counted, never dropped silently
 }
 
 // NewRecorder returns an empty recorder. Creating one allocates about
 // 200 KB: do it outside the measured loop.
 func NewRecorder() *Recorder {
-	return &Recorder{h: hdrhistogram.New(histLowest, histHighest, histSigFigs)}
+	return &Recorder{h: hdrhistogram.New(Lowest, Highest, SigFigs)}
 }
 
 // Record adds one sample of ns nanoseconds. Values below 1 ns are
@@ -42,12 +47,12 @@ func NewRecorder() *Recorder {
 // recorded as 100 s and counted as overflow, which Report turns into a
 // test failure. It does not allocate.
 func (r *Recorder) Record(ns int64) {
-	if ns < histLowest {
-		ns = histLowest
+	if ns < Lowest {
+		ns = Lowest
 	}
-	if ns > histHighest {
+	if ns > Highest {
 		r.overflow++
-		ns = histHighest
+		ns = Highest
 	}
 	_ = r.h.RecordValue(ns) // in range by construction
 }
@@ -58,6 +63,23 @@ func (r *Recorder) Merge(o *Recorder) {
 	r.overflow += o.overflow
 }
 
+// AddCounts adds samples recorded elsewhere to r: counts is a counts
+// array laid out as hdrhistogram-go's for this package's geometry
+// (Lowest, Highest, SigFigs), as a C loop records it; samples is how
+// many samples the recorder says it holds, overflow how many of them
+// exceeded Highest. A counts array that does not hold samples samples is
+// an error, and nothing is added.
+func (r *Recorder) AddCounts(counts []int64, samples, overflow int64) error {
+	h := hdrhistogram.Import(&hdrhistogram.Snapshot{LowestTrackableValue: Lowest,
+		HighestTrackableValue: Highest, SignificantFigures: SigFigs, Counts: counts})
+	if h.TotalCount() != samples {
+		return fmt.Errorf("rdmatest: the loop recorded %d samples but its histogram holds %d", samples, h.TotalCount())
+	}
+	r.h.Merge(h)
+	r.overflow += overflow
+	return nil
+}
+
 // Count is the number of samples.
 func (r *Recorder) Count() int64 { return r.h.TotalCount() }
 
@@ -65,6 +87,10 @@ func (r *Recorder) Count() int64 { return r.h.TotalCount() }
 // equivalent (to 3 significant digits) to the sample of rank
 // round(p/100·n), at least 1 (hdrhistogram-go's ValueAtPercentile).
 func (r *Recorder) Quantile(p float64) int64 { return r.h.ValueAtPercentile(p) }
+
+// Max is the largest sample: the highest value equivalent (to 3
+// significant digits) to it.
+func (r *Recorder) Max() int64 { return r.h.Max() }
 
 // Percentiles are the quantiles every latency report carries, with their
 // metric units.
@@ -90,13 +116,13 @@ func ReportLatency(b *testing.B, r *Recorder) {
 	}
 }
 
-// reportLatencyHeld is ReportLatency for a benchmark that loops over b.N
+// ReportLatencyHeld is ReportLatency for a benchmark that loops over b.N
 // instead of b.Loop (every family whose loop runs in C: b.Loop cannot
 // hand a count to C): the testing package calls such a function
 // several times per run with growing b.N and reports only the last call,
 // so its .hlog interval is held back until it is known to be that call's
 // (see holdHlog). r is nil when a call has nothing to report.
-func reportLatencyHeld(b *testing.B, r *Recorder) {
+func ReportLatencyHeld(b *testing.B, r *Recorder) {
 	b.Helper()
 	if r != nil {
 		reportPercentiles(b, r)
@@ -120,18 +146,7 @@ func reportPercentiles(b *testing.B, r *Recorder) {
 	for _, p := range Percentiles {
 		b.ReportMetric(float64(r.Quantile(p.P)), p.Unit)
 	}
-	b.ReportMetric(float64(r.h.Max()), "max-ns")
-}
-
-// ReportRate reports msgs/s: msgs divided by the testing timer's elapsed
-// time (b.Elapsed), for a pattern with no loop clock of its own; the
-// standard scenarios and Measure divide by the loop's own time instead.
-// Call it after the loop (and after any timed drain).
-func ReportRate(b *testing.B, msgs int) {
-	b.Helper()
-	if s := b.Elapsed().Seconds(); s > 0 {
-		b.ReportMetric(float64(msgs)/s, "msgs/s")
-	}
+	b.ReportMetric(float64(r.Max()), "max-ns")
 }
 
 var (
@@ -162,8 +177,8 @@ func holdHlog(dir, name string, n int, r *Recorder) error {
 	return err
 }
 
-// FlushHlog writes the interval holdHlog still holds, if any. Main calls
-// it after the tests and benchmarks.
+// FlushHlog writes the interval holdHlog still holds, if any. The
+// engine's Main calls it after the tests and benchmarks.
 func FlushHlog() error {
 	hlogMu.Lock()
 	defer hlogMu.Unlock()
@@ -172,7 +187,7 @@ func FlushHlog() error {
 
 // flushHeldLocked writes the held interval, if any, and forgets it. It
 // runs when the next benchmark reports and at the end (FlushHlog, from
-// Main), so an error names the benchmark whose interval was lost: at the
+// the engine's Main), so an error names the benchmark whose interval was lost: at the
 // first, it is not the one that reports it.
 func flushHeldLocked() error {
 	if held.r == nil {
@@ -186,10 +201,11 @@ func flushHeldLocked() error {
 	return nil
 }
 
-// checkHlogDir makes dir and checks that a file can be written in it, so
+// CheckHlogDir makes dir and checks that a file can be written in it, so
 // that an unwritable -rdma.hlog stops the run before any benchmark
-// instead of failing each one after its measurement. Main calls it.
-func checkHlogDir(dir string) error {
+// instead of failing each one after its measurement. The engine's Main
+// calls it.
+func CheckHlogDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("rdmatest: -rdma.hlog %q: %w", dir, err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package hist
 
 import (
 	"os"
@@ -83,7 +83,7 @@ func TestHeldWriteErrorNamesItsBenchmark(t *testing.T) {
 
 func TestHlogDirChecked(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new", "hlogs")
-	require.NoError(t, checkHlogDir(dir), "a missing directory is made")
+	require.NoError(t, CheckHlogDir(dir), "a missing directory is made")
 	st, err := os.Stat(dir)
 	require.NoError(t, err)
 	assert.True(t, st.IsDir())
@@ -93,7 +93,7 @@ func TestHlogDirChecked(t *testing.T) {
 
 	file := filepath.Join(t.TempDir(), "results.txt")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	err = checkHlogDir(filepath.Join(file, "sub"))
+	err = CheckHlogDir(filepath.Join(file, "sub"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "-rdma.hlog")
 	assert.Contains(t, err.Error(), "results.txt/sub")
