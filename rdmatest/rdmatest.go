@@ -9,6 +9,7 @@ import (
 	"github.com/rdmabench/rdmabench/rdmatest/internal/engine"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/units"
 )
 
 // Device and flags.
@@ -157,15 +158,15 @@ func Benchmark(name string, f func(b *testing.B)) testing.BenchmarkResult {
 
 // Unit is a custom metric unit with its direction: Better is "higher" or
 // "lower".
-type Unit = engine.Unit
+type Unit = units.Unit
 
 // RegisterUnit adds a custom unit and its direction (better "higher" or
 // "lower"), so that its `Unit … better=` line is printed.
-func RegisterUnit(name, better string) error { return engine.RegisterUnit(name, better) }
+func RegisterUnit(name, better string) error { return units.Register(name, better) }
 
 // Units returns every unit with a known direction: the ones rdmatest
 // reports and those registered with RegisterUnit.
-func Units() []Unit { return engine.RegisteredUnits() }
+func Units() []Unit { return units.All() }
 
 // Recorder collects latency samples in an HDR histogram (1 ns … 100 s,
 // 3 significant digits).

@@ -13,22 +13,8 @@ import (
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/units"
 )
-
-// Unit is a custom metric unit with its direction: Better is "higher" or
-// "lower".
-type Unit struct{ Name, Better string }
-
-// Units are the custom units rdmabench reports, with their direction, as
-// printed in `Unit … better=` lines (golang.org/x/perf benchfmt) so that
-// benchstat and the regression gate know which way is worse. Add one with
-// RegisterUnit.
-var Units = []Unit{
-	{"p50-ns", "lower"}, {"p90-ns", "lower"}, {"p99-ns", "lower"}, {"p99.9-ns", "lower"},
-	{"p99.99-ns", "lower"}, {"max-ns", "lower"}, {"msgs/s", "higher"},
-	{"msgs/s/thread", "higher"}, {"ops/s", "higher"}, {"MB/s", "higher"},
-	{"delivered-msgs/s", "higher"}, {"lost-msgs/op", "lower"}, {"cpu-ns/op", "lower"},
-}
 
 // Main is a TestMain for packages of device benchmarks: it registers the
 // -rdma.* flags on flag.CommandLine ([flags.Register], unless -rdma.dev is
@@ -66,10 +52,10 @@ func Main(m *testing.M) {
 		os.Exit(2)
 	}
 	PrintConfig(os.Stdout)
-	printed := unitCount()
+	printed := units.Count()
 	code := m.Run()
 	endTurns()
-	printUnitsFrom(os.Stdout, printed) // registered while the benchmarks ran
+	units.PrintFrom(os.Stdout, printed) // registered while the benchmarks ran
 	if err := hist.FlushHlog(); err != nil {
 		fmt.Fprintln(os.Stderr, "rdmatest:", err)
 		code = max(code, 1)
@@ -107,7 +93,7 @@ func PrintConfig(w io.Writer) {
 	for _, kv := range Config() {
 		fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1])
 	}
-	printUnitsFrom(w, 0)
+	units.PrintFrom(w, 0)
 }
 
 // Config returns the configuration keys and values of this machine and

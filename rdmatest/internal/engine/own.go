@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/units"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -313,7 +314,7 @@ func Serve(tb testing.TB, p *Pair, r Role) {
 type MeasureOpts struct {
 	// Rate is the unit of the operations-per-second metric, e.g.
 	// "commits/s" (default "ops/s"); Measure registers it as
-	// higher-is-better (see RegisterUnit).
+	// higher-is-better (see units.Register).
 	Rate string
 	// Warmup is the number of untimed, unrecorded operations before the
 	// timer starts (default 16): first touches, the completion array.
@@ -345,7 +346,7 @@ func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) {
 	case o.Warmup == 0:
 		o.Warmup = 16
 	}
-	if err := RegisterUnit(o.Rate, "higher"); err != nil {
+	if err := units.Register(o.Rate, "higher"); err != nil {
 		fatal(b, err)
 	}
 	busy := 1

@@ -5,62 +5,13 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/rdmatest/benchname"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/units"
 )
-
-var unitsMu sync.Mutex
-
-// RegisterUnit adds a custom unit and its direction (better "higher" or
-// "lower") to Units, so that its `Unit … better=` line is printed (by
-// Main: at the start, or after the run for a unit registered while the
-// benchmarks ran; by Benchmark with its result) and benchstat and the
-// gate know which way is worse. Registering a unit again with the same
-// direction does nothing; with the other direction it is an error.
-func RegisterUnit(name, better string) error {
-	if better != "higher" && better != "lower" {
-		return fmt.Errorf("rdmatest: unit %q: better=%q: want higher or lower", name, better)
-	}
-	if name == "" || strings.ContainsAny(name, " \t\n") {
-		return fmt.Errorf("rdmatest: unit %q: a unit is one word", name)
-	}
-	unitsMu.Lock()
-	defer unitsMu.Unlock()
-	if i := slices.IndexFunc(Units, func(u Unit) bool { return u.Name == name }); i >= 0 {
-		if Units[i].Better != better {
-			return fmt.Errorf("rdmatest: unit %q is registered as better=%s, not %s", name, Units[i].Better, better)
-		}
-		return nil
-	}
-	Units = append(Units, Unit{name, better})
-	return nil
-}
-
-// RegisteredUnits returns a copy of Units, taken under its lock.
-func RegisteredUnits() []Unit {
-	unitsMu.Lock()
-	defer unitsMu.Unlock()
-	return slices.Clone(Units)
-}
-
-func unitCount() int {
-	unitsMu.Lock()
-	defer unitsMu.Unlock()
-	return len(Units)
-}
-
-// printUnitsFrom writes the Unit lines of Units[from:].
-func printUnitsFrom(w io.Writer, from int) {
-	unitsMu.Lock()
-	defer unitsMu.Unlock()
-	for _, u := range Units[min(from, len(Units)):] {
-		fmt.Fprintf(w, "Unit %s better=%s\n", u.Name, u.Better)
-	}
-}
 
 // notes keeps, for each *testing.B that Benchmark runs, why it failed or
 // was skipped: testing.Benchmark discards a run's messages.
@@ -93,7 +44,7 @@ var BenchmarkOutput io.Writer = os.Stderr
 var (
 	configOnce   sync.Once
 	printedMu    sync.Mutex
-	printedUnits int // Units whose Unit lines Benchmark has written
+	printedUnits int // units whose Unit lines Benchmark has written
 )
 
 // Benchmark runs f as testing.Benchmark does — for an Example or a
@@ -139,10 +90,10 @@ func Benchmark(name string, f func(b *testing.B)) testing.BenchmarkResult {
 	printedMu.Lock()
 	configOnce.Do(func() {
 		PrintConfig(BenchmarkOutput)
-		printedUnits = unitCount()
+		printedUnits = units.Count()
 	})
-	printUnitsFrom(BenchmarkOutput, printedUnits) // units registered since, by Measure
-	printedUnits = unitCount()
+	units.PrintFrom(BenchmarkOutput, printedUnits) // units registered since, by Measure
+	printedUnits = units.Count()
 	printedMu.Unlock()
 	fmt.Fprintf(BenchmarkOutput, "Benchmark%s-%d\t%s\t%s\n", name, runtime.GOMAXPROCS(0), res.String(), res.MemString())
 	return res
