@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
+
+	"github.com/rdmabench/rdmabench/internal/results"
 )
 
 // Confidence is the confidence level of the median intervals printed.
@@ -225,7 +227,7 @@ func Compare(old, cur *Set, opt Options) *Report {
 		}
 		units := slices.Clone(ob.Units)
 		for _, u := range nb.Units {
-			if IsCounter(u) && !slices.Contains(units, u) {
+			if results.PerRun(u) && !slices.Contains(units, u) {
 				units = append(units, u) // moved only in NEW: compared with OLD's zeros
 			}
 		}

@@ -3,12 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
+
+	"github.com/rdmabench/rdmabench/internal/results"
 )
 
 // Key identifies one benchmark: its full name and the file configuration
@@ -33,28 +34,24 @@ type Bench struct {
 	// result line (i.e. per -count repetition).
 	Samples map[string][]float64
 	// Tidy maps a unit as written to benchfmt's tidied unit ("ns/op" →
-	// "sec/op", "MB/s" → "B/s"), the form unit metadata is keyed by.
+	// "sec/op", "MB/s" → "B/s"), the form unit metadata is keyed by
+	// (results.Value.Tidy).
 	Tidy map[string]string
 	// Runs counts the result lines of the benchmark.
 	Runs int
 }
 
-// IsCounter tells port counter units ("<counter>/run", e.g.
-// "duplicate_request/run"): rdmatest reports a counter only in the runs
-// where it moved, so a run without it means 0 (see rdmatest's
-// ReportCounters). The gate fills those zeros in, so that a counter
-// seen in some runs has one sample per run and a counter that moved only
-// in OLD (or only in NEW) is compared with zeros rather than reported as
-// a missing unit.
-func IsCounter(unit string) bool { return strings.HasSuffix(unit, "/run") }
-
-// samples returns the values of unit, zeros for a counter unit that never
-// moved in this benchmark's runs, and ok false for any other absent unit.
+// samples returns the values of unit, and ok false for a unit absent
+// from this benchmark's runs. A /run unit (results.PerRun) that some run
+// reported has one value per run: the runs that did not report it
+// counted 0 (see add); one that never moved here is all zeros, so that
+// a counter that moved only in OLD (or only in NEW) is compared with
+// zeros rather than reported as a missing unit.
 func (b *Bench) samples(unit string) (vals []float64, ok bool) {
 	if v, ok := b.Samples[unit]; ok {
 		return v, true
 	}
-	if IsCounter(unit) {
+	if results.PerRun(unit) {
 		return make([]float64, b.Runs), true
 	}
 	return nil, false
@@ -70,7 +67,8 @@ type Set struct {
 	Order []Key
 	// Units holds the unit metadata from "Unit ... better=..." lines.
 	Units benchfmt.UnitMetadataMap
-	// SyntaxErrors lists malformed benchmark lines (reported, not fatal).
+	// SyntaxErrors lists the malformed lines and the values that are no
+	// number, left out (results.Reader.Skipped; reported, not fatal).
 	SyntaxErrors []string
 	// Results counts result lines read.
 	Results int
@@ -86,21 +84,18 @@ func ReadFile(path string, ignore map[string]bool) (*Set, error) {
 	return ReadSet(f, path, ignore)
 }
 
-// ReadSet parses Go benchmark format from r. File configuration keys in
-// ignore do not take part in pairing. It fails when the input cannot be
-// read or contains no benchmark result at all.
+// ReadSet reads a results file from r (internal/results: values as
+// written, those that are no number left out). File configuration keys
+// in ignore do not take part in pairing. It fails when the input cannot
+// be read or contains no benchmark result at all.
 func ReadSet(r io.Reader, path string, ignore map[string]bool) (*Set, error) {
 	s := &Set{Path: path, Benches: make(map[Key]*Bench)}
-	rd := benchfmt.NewReader(r, path)
+	rd := results.NewReader(r, path)
 	for rd.Scan() {
-		switch rec := rd.Result().(type) {
-		case *benchfmt.SyntaxError:
-			s.SyntaxErrors = append(s.SyntaxErrors, rec.Error())
-		case *benchfmt.Result:
-			s.Results++
-			s.add(rec, ignore)
-		}
+		s.Results++
+		s.add(rd.Result(), ignore)
 	}
+	s.SyntaxErrors = rd.Skipped()
 	if err := rd.Err(); err != nil {
 		return nil, fmt.Errorf("read results %s: %w", path, err)
 	}
@@ -111,15 +106,17 @@ func ReadSet(r io.Reader, path string, ignore map[string]bool) (*Set, error) {
 	return s, nil
 }
 
-func (s *Set) add(res *benchfmt.Result, ignore map[string]bool) {
+// add files one result under its benchmark: a /run unit (results.PerRun)
+// that a run did not report counted 0 in it.
+func (s *Set) add(res *results.Result, ignore map[string]bool) {
 	var cfg []string
-	for _, c := range res.Config {
-		if c.File && !ignore[c.Key] {
-			cfg = append(cfg, c.Key+"="+string(c.Value))
+	for k, v := range res.Configs() {
+		if !ignore[k] {
+			cfg = append(cfg, k+"="+v)
 		}
 	}
 	slices.Sort(cfg)
-	key := Key{Name: res.Name.String(), Config: strings.Join(cfg, "\n")}
+	key := Key{Name: res.Name, Config: strings.Join(cfg, "\n")}
 	b := s.Benches[key]
 	if b == nil {
 		b = &Bench{Key: key, Samples: make(map[string][]float64), Tidy: make(map[string]string)}
@@ -128,27 +125,17 @@ func (s *Set) add(res *benchfmt.Result, ignore map[string]bool) {
 	}
 	b.Runs++
 	for _, v := range res.Values {
-		unit, val := v.Unit, v.Value
-		if v.OrigUnit != "" {
-			unit, val = v.OrigUnit, v.OrigValue
-		}
-		if math.IsNaN(val) || math.IsInf(val, 0) {
-			// Not a measurement; statistics on it are meaningless.
-			file, line := res.Pos()
-			s.SyntaxErrors = append(s.SyntaxErrors, fmt.Sprintf("%s:%d: non-finite value %v %s dropped", file, line, val, unit))
-			continue
-		}
-		if _, ok := b.Samples[unit]; !ok {
-			b.Units = append(b.Units, unit)
-			b.Tidy[unit] = v.Unit
-			if IsCounter(unit) {
-				b.Samples[unit] = make([]float64, b.Runs-1) // earlier runs: did not move
+		if _, ok := b.Samples[v.Unit]; !ok {
+			b.Units = append(b.Units, v.Unit)
+			b.Tidy[v.Unit] = v.Tidy
+			if results.PerRun(v.Unit) {
+				b.Samples[v.Unit] = make([]float64, b.Runs-1) // earlier runs: did not move
 			}
 		}
-		b.Samples[unit] = append(b.Samples[unit], val)
+		b.Samples[v.Unit] = append(b.Samples[v.Unit], v.Value)
 	}
 	for _, u := range b.Units {
-		if IsCounter(u) && len(b.Samples[u]) < b.Runs {
+		if results.PerRun(u) && len(b.Samples[u]) < b.Runs {
 			b.Samples[u] = append(b.Samples[u], 0) // this run: did not move
 		}
 	}
