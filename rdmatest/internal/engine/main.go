@@ -13,6 +13,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/turn"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/units"
 )
 
@@ -54,7 +55,7 @@ func Main(m *testing.M) {
 	PrintConfig(os.Stdout)
 	printed := units.Count()
 	code := m.Run()
-	endTurns()
+	turn.End()
 	units.PrintFrom(os.Stdout, printed) // registered while the benchmarks ran
 	if err := hist.FlushHlog(); err != nil {
 		fmt.Fprintln(os.Stderr, "rdmatest:", err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rdmabench/rdmabench/rdmatest/benchname"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/turn"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/units"
 )
 
@@ -29,6 +30,15 @@ func fatal(tb testing.TB, args ...any) {
 	tb.Helper()
 	keepNote(tb, args)
 	tb.Fatal(args...)
+}
+
+// takeTurn waits for this run's turn under RDMA_TURN (see package turn)
+// and fails b when the wait fails.
+func takeTurn(b *testing.B) {
+	b.Helper()
+	if err := turn.Take(b); err != nil {
+		fatal(b, err)
+	}
 }
 
 // skip is tb.Skip, the reason kept for Benchmark.

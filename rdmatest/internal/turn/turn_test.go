@@ -1,4 +1,4 @@
-package engine
+package turn
 
 import (
 	"bufio"
@@ -13,10 +13,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestTakeTurn plays ci/interleave.sh's side of RDMA_TURN: one "ready"
-// per run (not per call of the b.N ramp), answered by "go"; a wait that
-// gets no answer fails the run at TurnWait; "exit" at the end.
-func TestTakeTurn(t *testing.T) {
+// takeTurn is the engine's use of Take: b fails on its error.
+func takeTurn(b *testing.B) {
+	b.Helper()
+	if err := Take(b); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// TestTake plays ci/interleave.sh's side of RDMA_TURN: one "ready" per
+// run (not per call of the b.N ramp), answered by "go"; a wait that gets
+// no answer fails the run at Wait; "exit" at the end.
+func TestTake(t *testing.T) {
 	dir := t.TempDir()
 	in, out := filepath.Join(dir, "in"), filepath.Join(dir, "out")
 	require.NoError(t, unix.Mkfifo(in, 0o600))
@@ -57,8 +65,8 @@ func TestTakeTurn(t *testing.T) {
 	assert.True(t, strings.HasPrefix(<-msgs, "ready"))
 	assert.Empty(t, msgs, "one turn per run, not per call")
 
-	defer func(w time.Duration) { TurnWait = w }(TurnWait)
-	TurnWait = 50 * time.Millisecond
+	defer func(w time.Duration) { Wait = w }(Wait)
+	Wait = 50 * time.Millisecond
 	answer <- false
 	start := time.Now()
 	r = testing.Benchmark(func(b *testing.B) { takeTurn(b) })
@@ -66,6 +74,6 @@ func TestTakeTurn(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second)
 	<-msgs
 
-	endTurns()
+	End()
 	assert.Equal(t, "exit", <-msgs)
 }
