@@ -272,6 +272,7 @@ int rb_run_ping(rb_ping *p) {
 			p->wr.wr.atomic.compare_add = 1;
 	}
 	uint64_t base = p->base + p->done_before;
+	int64_t t_prev = 0; // the previous iteration's post (the cycle sample's start)
 	for (int64_t i = -p->warmup; i < p->iters; i++) {
 		uint64_t k = (uint64_t)(i + p->warmup); // operations of this run before this one
 		if (c->stop)
@@ -286,7 +287,7 @@ int rb_run_ping(rb_ping *p) {
 				if (got < 0 || rb_take(c, wc, got, &p->covered, p->rq, 1) < 0)
 					return c->status;
 			}
-			if ((p->posted + 1) % half == 0)
+			if (p->signal_all || (p->posted + 1) % half == 0)
 				p->wr.send_flags |= IBV_SEND_SIGNALED;
 			else
 				p->wr.send_flags &= ~IBV_SEND_SIGNALED;
@@ -341,14 +342,30 @@ int rb_run_ping(rb_ping *p) {
 		p->done_before++;
 		if (i >= 0) {
 			rb_hist_add(&p->hist, p->halve ? (t1 - t0) / 2 : t1 - t0);
+			// perftest's sample: from the previous post to this one,
+			// the whole previous iteration (iters - 1 of them a run).
+			if (i >= 1)
+				rb_hist_add(&p->cycle, p->halve ? (t0 - t_prev) / 2 : t0 - t_prev);
 			c->ops++;
 			c->t_last = t1;
 		}
-		// Reposting receives is kept out of the samples: it is done here,
-		// between two round trips, once half a batch is consumed, so the
+		t_prev = t0;
+		if (p->signal_all && p->mode != RB_PING_ROUND) {
+			// perftest's latency work (tx_depth 1, so cq_mod 1): this
+			// WR's own completion is awaited in its iteration.
+			while (p->covered < p->posted) {
+				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND,
+						     (int64_t)(p->posted - p->covered));
+				if (got < 0 || rb_take(c, wc, got, &p->covered, p->rq, 1) < 0)
+					return c->status;
+			}
+		}
+		// Reposting receives is kept out of our samples: it is done
+		// here, between two round trips, once half a batch is consumed
+		// (every message with signal_all, as perftest does), so the
 		// in-sample flush of rb_rq_consumed (a full batch) never fires
 		// while one answer arrives per round trip.
-		if (p->rq != NULL && p->rq->pending >= RB_RBATCH / 2 && rb_rq_flush(c, p->rq) != 0)
+		if (p->rq != NULL && p->rq->pending >= (p->signal_all ? 1 : RB_RBATCH / 2) && rb_rq_flush(c, p->rq) != 0)
 			return c->status;
 		if (p->atomic != RB_ATOMIC_NONE && *p->result != base + k) {
 			c->want = base + k;
@@ -421,7 +438,7 @@ static int rb_serve_answer(rb_serve *s, uint64_t *posted, uint64_t *covered, str
 		if (got < 0 || rb_serve_take(s, covered, wc, got) != 0)
 			return -1;
 	}
-	if ((*posted + 1) % half == 0)
+	if (s->signal_all || (*posted + 1) % half == 0)
 		s->wr.send_flags |= IBV_SEND_SIGNALED;
 	else
 		s->wr.send_flags &= ~IBV_SEND_SIGNALED;
@@ -429,6 +446,16 @@ static int rb_serve_answer(rb_serve *s, uint64_t *posted, uint64_t *covered, str
 	if (rb_post(c, s->qp, &s->wr, &s->wr) != 0)
 		return -1;
 	(*posted)++;
+	if (s->signal_all) {
+		// perftest's work: this answer's completion is awaited before
+		// the next request is looked at.
+		while (*covered < *posted) {
+			int got = rb_wait_cq(c, s->cq, NULL, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND, (int64_t)(*posted - *covered));
+			if (got < 0 || rb_serve_take(s, covered, wc, got) != 0)
+				return -1;
+		}
+		return 0;
+	}
 	// The WRITE modes poll their CQ only here: once half the send queue
 	// is unacknowledged, after the answer is out (while the requester
 	// waits for it), so that the wait above, inside a round trip, does
@@ -518,6 +545,10 @@ int rb_run_serve(rb_serve *s) {
 				return c->status;
 			c->ops++;
 		}
+		// signal_all: receives reposted per message, as perftest does.
+		for (int i = 0; s->signal_all && i < s->nrq; i++)
+			if (rb_rq_flush(c, &s->rq[i]) != 0)
+				return c->status;
 	}
 	return RB_OK;
 }

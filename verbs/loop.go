@@ -185,6 +185,9 @@ type LoopResult struct {
 	// Samples and Overflow count the recorded samples and those above the
 	// histogram's highest value (recorded as the highest).
 	Samples, Overflow int64
+	// CycleSamples and CycleOverflow count the ping's cycle samples
+	// (Loop.CycleCounts): one fewer than Samples a run.
+	CycleSamples, CycleOverflow int64
 }
 
 // Elapsed is Last − First: the loop's own measured time.
@@ -249,9 +252,19 @@ type PingConfig struct {
 	// Iters is the measured operations; Warmup runs first, unrecorded.
 	Iters, Warmup int64
 	// Gap is idle time after each round trip (perftest --latency_gap).
-	Gap     time.Duration
-	Timeout time.Duration
-	Hist    HistGeometry
+	Gap time.Duration
+	// SignalAll is perftest's latency work (its latency tests run with
+	// tx_depth 1, which forces cq_mod 1): every WR is signaled and each
+	// iteration waits for its own send completion after the answer, and
+	// PingRecv reposts its receive after every message instead of once
+	// half a batch is consumed. Both happen after the answer is seen,
+	// outside the post → answer sample and inside the cycle sample.
+	// PingRound always signals and awaits every WR.
+	SignalAll bool
+	Timeout   time.Duration
+	// Hist is the geometry of both histograms: the samples (post →
+	// answer) and the cycles (see Loop.CycleCounts).
+	Hist HistGeometry
 }
 
 // ServeMode is the passive side's role.
@@ -298,6 +311,11 @@ type ServeConfig struct {
 	// Idle ends the loop with a *LoopError (os.ErrDeadlineExceeded) after
 	// that long without a request; 0 = never.
 	Idle time.Duration
+	// SignalAll (echo modes) is perftest's latency work on this side
+	// too: every answer is signaled and its completion awaited before
+	// the next request is looked at, and receives are reposted after
+	// every message. Otherwise one answer in SendDepth/2 is signaled.
+	SignalAll bool
 	// Timeout is the deadline of every single wait (room to answer).
 	Timeout time.Duration
 	// Req, Resp, Window, Stride, Size: ServeWriteRPC's slots.
@@ -486,6 +504,9 @@ func (c *ServeConfig) check() error {
 		}
 	default:
 		return fmt.Errorf("verbs: serve loop: mode %d is not ServeWriteEcho, ServeRecvEcho, ServeSink or ServeWriteRPC", c.Mode)
+	}
+	if c.SignalAll && c.Mode != ServeWriteEcho && c.Mode != ServeRecvEcho {
+		return fmt.Errorf("verbs: serve loop: SignalAll needs an echo mode (ServeWriteEcho or ServeRecvEcho), not mode %d", c.Mode)
 	}
 	if c.Mode != ServeSink {
 		if c.SendDepth < 2 {

@@ -91,6 +91,7 @@ enum { RB_ATOMIC_NONE = 0, RB_ATOMIC_FADD, RB_ATOMIC_CSWAP };
 typedef struct {
 	rb_ctl ctl;
 	rb_hist hist;
+	rb_hist cycle;               // iteration to iteration: post to next post
 	struct ibv_cq *cq;
 	struct ibv_comp_channel *ch; // event mode when set
 	struct ibv_qp *qp;
@@ -98,6 +99,7 @@ typedef struct {
 	struct ibv_sge sge;
 	rb_rq *rq;                   // RB_PING_RECV: the requester's receives
 	int32_t mode, halve, send_depth, atomic;
+	int32_t signal_all, pad0;    // every WR signaled, its completion awaited, receives reposted per message
 	volatile uint8_t *in_last;   // RB_PING_WRITE: the byte the answer changes
 	uint8_t *out_last;           // RB_PING_WRITE: the byte we change
 	volatile uint64_t *result;   // atomics: where the returned value lands
@@ -136,7 +138,8 @@ typedef struct {
 	volatile uint8_t *req;
 	uint8_t *resp;
 	uint64_t resp_addr;
-	int32_t window, stride, size, pad2;
+	int32_t window, stride, size;
+	int32_t signal_all;          // every answer signaled and its completion awaited; receives reposted per message
 } rb_serve;
 
 // RPC client phases.

@@ -135,6 +135,10 @@ func NewPing(cfg PingConfig) (*Loop, error) {
 	p := (*C.rb_ping)(l.alloc(1, int(C.sizeof_rb_ping)))
 	l.ping, l.ctl = p, &p.ctl
 	l.setHist(&p.hist, cfg.Hist)
+	setHist(&p.cycle, cfg.Hist, l.alloc(cfg.Hist.countsLen, 8))
+	if cfg.SignalAll {
+		p.signal_all = 1
+	}
 	p.cq, p.qp = cfg.CQ.c.cq, cfg.QP.c.qp
 	if cfg.CQ.ch != nil {
 		p.ch = cfg.CQ.ch.c.ch
@@ -189,6 +193,9 @@ func NewServe(cfg ServeConfig) (*Loop, error) {
 		wr := cfg.WR
 		C.rb_serve_set_wr(s, cSendWR(&wr))
 		s.send_depth = C.int32_t(cfg.SendDepth)
+	}
+	if cfg.SignalAll {
+		s.signal_all = 1
 	}
 	switch cfg.Mode {
 	case ServeWriteEcho:
@@ -470,6 +477,9 @@ func (l *Loop) result() LoopResult {
 	if l.hist != nil {
 		r.Samples, r.Overflow = int64(l.hist.total), int64(l.hist.overflow)
 	}
+	if l.ping != nil {
+		r.CycleSamples, r.CycleOverflow = int64(l.ping.cycle.total), int64(l.ping.cycle.overflow)
+	}
 	return r
 }
 
@@ -502,15 +512,33 @@ func (l *Loop) err() error {
 func (l *Loop) Counts(dst []int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.copyCounts("counts", l.hist, dst)
+}
+
+// CycleCounts copies a ping loop's cycle histogram into dst (CountsLen
+// long): perftest's latency sample, from one measured post to the next
+// (the whole iteration: post, answer, the WR's completion with
+// SignalAll, reposts, the histogram's add, any stall between), halved
+// like the samples; a run of n operations records n-1 cycles.
+func (l *Loop) CycleCounts(dst []int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ping == nil {
+		return fmt.Errorf("verbs: %s loop: cycle counts are a ping loop's", l.kind)
+	}
+	return l.copyCounts("cycle counts", &l.ping.cycle, dst)
+}
+
+func (l *Loop) copyCounts(what string, h *C.rb_hist, dst []int64) error {
 	switch {
-	case l.hist == nil:
+	case h == nil:
 		return fmt.Errorf("verbs: %s loop: no histogram", l.kind)
 	case l.running:
-		return fmt.Errorf("verbs: %s loop: counts read while running", l.kind)
-	case len(dst) != int(l.hist.len):
-		return fmt.Errorf("verbs: %s loop: counts need %d entries, got %d", l.kind, l.hist.len, len(dst))
+		return fmt.Errorf("verbs: %s loop: %s read while running", l.kind, what)
+	case len(dst) != int(h.len):
+		return fmt.Errorf("verbs: %s loop: %s need %d entries, got %d", l.kind, what, h.len, len(dst))
 	}
-	copy(dst, unsafe.Slice((*int64)(unsafe.Pointer(l.hist.counts)), len(dst)))
+	copy(dst, unsafe.Slice((*int64)(unsafe.Pointer(h.counts)), len(dst)))
 	return nil
 }
 

@@ -26,6 +26,9 @@ func (*Loop) Stop() {}
 // Counts returns ErrNotSupported without cgo.
 func (*Loop) Counts([]int64) error { return ErrNotSupported }
 
+// CycleCounts returns ErrNotSupported without cgo.
+func (*Loop) CycleCounts([]int64) error { return ErrNotSupported }
+
 // Close does nothing without cgo.
 func (*Loop) Close() error { return nil }
 

@@ -275,6 +275,7 @@ int main(int argc, char **argv) {
 	static rb_ping p;
 	p.ctl.timeout_ns = timeout_ns;
 	rb_hist_init(&p.hist, 1, (int64_t)100 * 1000000000, 3);
+	rb_hist_init(&p.cycle, 1, (int64_t)100 * 1000000000, 3); // recorded by the loop, not printed
 	p.cq = a.cq;
 	p.qp = a.qp;
 	write_wr(&p.wr, &p.sge, &a, &b, size);
