@@ -50,6 +50,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/engine"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/sizes"
 )
 
 // Spec describes one scenario: verb, transport, message size, queue
@@ -148,10 +149,10 @@ const (
 func ControlPath(b *testing.B, d *rdmatest.Dev, c Control) { engine.ControlPath(b, d, c) }
 
 // MaxSize is the largest message size ParseSizes accepts (1 GiB).
-const MaxSize = engine.MaxSize
+const MaxSize = sizes.MaxSize
 
 // ParseSizes reads a message-size list: comma-separated sizes in bytes
 // with an optional K, M or G suffix (powers of 1024), a range LO-HI
 // meaning every power of two from LO to HI, or "all" for perftest -a's
 // 2 B … 8 MiB. Every size must be within 1..MaxSize.
-func ParseSizes(s string) ([]int, error) { return engine.ParseSizes(s) }
+func ParseSizes(s string) ([]int, error) { return sizes.Parse(s) }

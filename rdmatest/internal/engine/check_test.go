@@ -50,7 +50,6 @@ func TestBadInputs(t *testing.T) {
 	noAtomics.Attr.AtomicCap = verbs.AtomicNone
 	stream := func(s Spec) func() error { return func() error { return withKind(s, true).CheckLimits(lim) } }
 	latency := func(s Spec) func() error { return func() error { return withKind(s, false).CheckLimits(lim) } }
-	sizes := func(in string) func() error { return func() error { _, err := ParseSizes(in); return err } }
 	cq := &verbs.CQ{} // never used: Validate only checks that it is set
 	qp := func(c verbs.QPConfig) func() error {
 		return func() error {
@@ -107,17 +106,6 @@ func TestBadInputs(t *testing.T) {
 		{name: "SRQ with WRITE", err: stream(Spec{Op: write, Size: 64, SRQ: true}), want: []string{"SRQ", "RDMA_WRITE"}, unsupported: true},
 		{name: "qps above 1 for latency", err: latency(Spec{Op: send, Size: 64, QPs: 2}), want: []string{"one QP", "not 2"}, unsupported: true},
 		{name: "event mode for write latency", err: latency(Spec{Op: write, Size: 64, Event: true}), want: []string{"event mode", "write latency"}, unsupported: true},
-		// ParseSizes.
-		{name: "size list: 0", err: sizes("0"), want: []string{`"0"`, "1..1073741824"}},
-		{name: "size list: 2G", err: sizes("64,2G"), want: []string{`"2G"`, "1..1073741824"}},
-		{name: "size list: negative", err: sizes("-5"), want: []string{`"-5"`, "1..1073741824"}},
-		{name: "size list: not a number", err: sizes("abc"), want: []string{`"abc"`, "e.g. 64, 4K, 1M"}},
-		{name: "size list: unknown suffix", err: sizes("4X"), want: []string{`"4X"`, "e.g. 64, 4K, 1M"}},
-		{name: "size list: empty item", err: sizes("8,,16"), want: []string{"empty message size"}},
-		{name: "size list: trailing comma", err: sizes("8,"), want: []string{"empty message size"}},
-		{name: "size list: open range", err: sizes("1-"), want: []string{"empty message size"}},
-		{name: "size list: backwards range", err: sizes("64-8"), want: []string{`"64-8"`, "64 > 8"}},
-		{name: "size list: range above max", err: sizes("1K-4G"), want: []string{`"4G"`, "1..1073741824"}},
 		// Options given to OpenDevWith directly: refused before anything opens.
 		{name: "OpenDevWith zero Options", err: func() error { _, err := OpenDevWith(flags.Options{}); return err }, want: []string{"-rdma.port 0", "1..255", "-rdma.timeout 0s"}},
 		{name: "OpenDevWith bad CPU list", err: func() error {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/sizes"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -56,8 +57,8 @@ const (
 
 // check refuses a configuration (after its defaults) that could not be
 // built, before anything is created: negative counts and sizes, and a
-// buffer (two slots per QP) above MaxSize — the product cannot wrap, each
-// factor being bounded first. The device's own limits are the verbs
+// buffer (two slots per QP) above sizes.MaxSize — the product cannot
+// wrap, each factor being bounded first. The device's own limits are the verbs
 // layer's to check, naming them.
 func (c *PairConfig) check() error {
 	var errs []error
@@ -65,7 +66,7 @@ func (c *PairConfig) check() error {
 		name   string
 		v, max int
 	}{
-		{"QPs", c.QPs, maxPairQPs}, {"SlotSize", c.SlotSize, MaxSize}, {"SendDepth", c.SendDepth, maxPairDepth},
+		{"QPs", c.QPs, maxPairQPs}, {"SlotSize", c.SlotSize, sizes.MaxSize}, {"SendDepth", c.SendDepth, maxPairDepth},
 		{"RecvDepth", c.RecvDepth, maxPairDepth},
 	} {
 		if v.v < 1 || v.v > v.max {
@@ -75,8 +76,8 @@ func (c *PairConfig) check() error {
 	if c.Inline < 0 || c.MTU < 0 {
 		errs = append(errs, fmt.Errorf("rdmatest: PairConfig.Inline %d and MTU %d must not be negative", c.Inline, c.MTU))
 	}
-	if len(errs) == 0 && int64(c.QPs)*2*int64(c.SlotSize+grhBytes+63) > MaxSize {
-		errs = append(errs, fmt.Errorf("rdmatest: PairConfig: %d QPs × 2 slots of %d bytes exceed %d bytes", c.QPs, c.SlotSize, MaxSize))
+	if len(errs) == 0 && int64(c.QPs)*2*int64(c.SlotSize+grhBytes+63) > sizes.MaxSize {
+		errs = append(errs, fmt.Errorf("rdmatest: PairConfig: %d QPs × 2 slots of %d bytes exceed %d bytes", c.QPs, c.SlotSize, sizes.MaxSize))
 	}
 	return errors.Join(errs...)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/sizes"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -421,12 +422,12 @@ func checkCounterSpan(s *Spec, _ *Limits) error {
 	if !s.isAtomic() {
 		return nil
 	}
-	// Each factor within MaxSize first, so that the product cannot wrap.
-	if s.Counters > MaxSize/8 || s.Stride > MaxSize {
-		return bad("%d counters %d bytes apart span more than %d bytes", s.Counters, s.Stride, MaxSize)
+	// Each factor within sizes.MaxSize first, so that the product cannot wrap.
+	if s.Counters > sizes.MaxSize/8 || s.Stride > sizes.MaxSize {
+		return bad("%d counters %d bytes apart span more than %d bytes", s.Counters, s.Stride, sizes.MaxSize)
 	}
-	if span := s.counterSpan(); span > MaxSize {
-		return bad("%d counters %d bytes apart span %d bytes, above %d", s.Counters, s.Stride, span, MaxSize)
+	if span := s.counterSpan(); span > sizes.MaxSize {
+		return bad("%d counters %d bytes apart span %d bytes, above %d", s.Counters, s.Stride, span, sizes.MaxSize)
 	}
 	return nil
 }

@@ -1,4 +1,7 @@
-package engine
+// Package sizes reads message-size lists, such as bench_test's -sizes
+// and rdmatest/scenario's ParseSizes take, and bounds every message
+// size rdmabench accepts (MaxSize).
+package sizes
 
 import (
 	"fmt"
@@ -6,15 +9,16 @@ import (
 	"strings"
 )
 
-// MaxSize is the largest message size ParseSizes accepts (1 GiB).
+// MaxSize is the largest message size Parse accepts (1 GiB), and the
+// bound of every buffer size a scenario asks for.
 const MaxSize = 1 << 30
 
-// ParseSizes reads a message-size list: comma-separated sizes in bytes
+// Parse reads a message-size list: comma-separated sizes in bytes
 // with an optional K, M or G suffix (powers of 1024), a range LO-HI
 // meaning every power of two from LO to HI, or "all" for perftest -a's
 // 2 B … 8 MiB. Every size must be within 1..MaxSize; the result keeps the
 // given order without duplicates.
-func ParseSizes(s string) ([]int, error) {
+func Parse(s string) ([]int, error) {
 	if strings.TrimSpace(s) == "all" {
 		return powers(2, 8<<20), nil
 	}

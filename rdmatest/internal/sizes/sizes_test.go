@@ -1,4 +1,4 @@
-package engine
+package sizes
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestParseSizes(t *testing.T) {
+func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want []int
@@ -29,7 +29,7 @@ func TestParseSizes(t *testing.T) {
 		{in: "", err: "empty message size"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseSizes(tc.in)
+			got, err := Parse(tc.in)
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
@@ -39,7 +39,7 @@ func TestParseSizes(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
-	all, err := ParseSizes("all")
+	all, err := Parse("all")
 	require.NoError(t, err)
 	assert.Equal(t, 2, all[0])
 	assert.Equal(t, 8<<20, all[len(all)-1])
@@ -51,7 +51,7 @@ func FuzzParseSizes(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		sizes, err := ParseSizes(s)
+		sizes, err := Parse(s)
 		if err != nil {
 			return
 		}
@@ -63,4 +63,34 @@ func FuzzParseSizes(f *testing.F) {
 			seen[v] = true
 		}
 	})
+}
+
+// TestBadSizes: every malformed size list is refused with a message
+// naming the offending item and the limit.
+func TestBadSizes(t *testing.T) {
+	sizes := func(in string) func() error { return func() error { _, err := Parse(in); return err } }
+	for _, tc := range []struct {
+		name string
+		err  func() error
+		want []string
+	}{
+		{name: "size list: 0", err: sizes("0"), want: []string{`"0"`, "1..1073741824"}},
+		{name: "size list: 2G", err: sizes("64,2G"), want: []string{`"2G"`, "1..1073741824"}},
+		{name: "size list: negative", err: sizes("-5"), want: []string{`"-5"`, "1..1073741824"}},
+		{name: "size list: not a number", err: sizes("abc"), want: []string{`"abc"`, "e.g. 64, 4K, 1M"}},
+		{name: "size list: unknown suffix", err: sizes("4X"), want: []string{`"4X"`, "e.g. 64, 4K, 1M"}},
+		{name: "size list: empty item", err: sizes("8,,16"), want: []string{"empty message size"}},
+		{name: "size list: trailing comma", err: sizes("8,"), want: []string{"empty message size"}},
+		{name: "size list: open range", err: sizes("1-"), want: []string{"empty message size"}},
+		{name: "size list: backwards range", err: sizes("64-8"), want: []string{`"64-8"`, "64 > 8"}},
+		{name: "size list: range above max", err: sizes("1K-4G"), want: []string{`"4G"`, "1..1073741824"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.err()
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.ErrorContains(t, err, w)
+			}
+		})
+	}
 }
