@@ -137,10 +137,10 @@ func newPing(p *Pair, s *Spec, n int64, timeout time.Duration) (*verbs.Loop, err
 // WRITE and atomics of a stream, READ and atomic round trips).
 func (p *Pair) startPassive(s *Spec, cpu int) (*responder, error) {
 	if p.remote != nil {
-		if err := p.remote.start(); err != nil {
+		if err := p.remote.Start(); err != nil {
 			return nil, err
 		}
-		return p.remote.responder(), nil
+		return remoteResponder(p.remote), nil
 	}
 	cfg, ok := serveConfig(p.B, s, roleFor(s), p.Cfg.RecvDepth, p.Dev.Opts.Timeout)
 	if !ok {

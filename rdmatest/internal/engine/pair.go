@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/peerclient"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/sizes"
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -274,7 +275,7 @@ type Pair struct {
 	Cfg  PairConfig
 
 	res    Resources
-	remote *remote
+	remote *peerclient.Session
 	served *responder // the passive side Serve started
 }
 
@@ -339,7 +340,7 @@ func (p *Pair) open() error {
 func (p *Pair) close() error {
 	var err error
 	if p.remote != nil {
-		err = p.remote.close()
+		err = p.remote.Close()
 	}
 	return errors.Join(err, p.res.Close())
 }

@@ -79,7 +79,7 @@ func echoPair(t *testing.T, d *Dev, size int) (*Pair, *Spec) {
 // Go verbs API.
 func pingVerified(t *testing.T, p *Pair, s *Spec, n int) []time.Duration {
 	t.Helper()
-	require.NoError(t, p.remote.start())
+	require.NoError(t, p.remote.Start())
 	a := p.A
 	out, in := a.OutBytes(0)[:s.Size], a.InBytes(0)[:s.Size]
 	wr := sendWR(s, a, 0)
@@ -103,7 +103,7 @@ func pingVerified(t *testing.T, p *Pair, s *Spec, n int) []time.Duration {
 			t.Fatalf("message %d: the echo differs from what was sent (first bytes %x, want %x)", k, in[:8], out[:8])
 		}
 	}
-	require.NoError(t, p.remote.stop())
+	require.NoError(t, p.remote.Stop())
 	return rtts
 }
 
@@ -217,7 +217,7 @@ func TestWirePeerKilled(t *testing.T) {
 	p, ping := runningEcho(t, d)
 	require.NoError(t, os.WriteFile(flag, nil, 0o644))
 	pingUntilError(t, p, ping, "the peer is dead")
-	p.remote.close() // the peer is gone: nothing to stop
+	p.remote.Close() // the peer is gone: nothing to stop
 }
 
 // runningEcho starts a SEND echo with the peer and checks that 20 round
@@ -226,7 +226,7 @@ func TestWirePeerKilled(t *testing.T) {
 func runningEcho(t *testing.T, d *Dev) (*Pair, *verbs.Loop) {
 	t.Helper()
 	p, s := echoPair(t, d, 64)
-	require.NoError(t, p.remote.start())
+	require.NoError(t, p.remote.Start())
 	ping, err := newPing(p, s, 1<<40, p.Dev.Opts.Timeout)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, ping.Close()) })
