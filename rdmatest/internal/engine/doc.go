@@ -1,8 +1,17 @@
 // Package engine builds and runs rdmabench's measured RDMA scenarios: it
 // opens the device, connects the sides of a pair (locally or with a
-// remote rdmapeer as side B), runs the C loops on pinned threads, records
-// their samples in HDR histograms, verifies the results and reports the
-// metrics.
+// remote rdmapeer as side B), runs the C loops of a scenario's timed
+// region on pinned threads, verifies the results and reports the
+// metrics; it also serves the passive side of a scenario to a remote
+// client, and times a pattern of one's own (Measure).
+//
+// The jobs around the runners are packages of their own beside it, each
+// with one job: flags (the -rdma.* flags and their environment), cpus
+// (where the loops' threads run), counters (the port's counters around a
+// run), hist (latency histograms, their metrics and .hlog files), units
+// (the metric units and their Unit lines), turn (taking turns with
+// another benchmark process), sizes (message-size lists) and peerclient
+// (the client end of a session with a remote rdmapeer).
 //
 // It has three doors, each a public package that says what it is for:
 // rdmatest (helpers and the own-pattern API for one's own tests and
