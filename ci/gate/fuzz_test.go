@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/rdmabench/rdmabench/ci/gate/internal/gate"
 )
 
 // FuzzGate feeds arbitrary OLD/NEW contents through parsing, comparison
@@ -34,24 +36,24 @@ func FuzzGate(f *testing.F) {
 	f.Add([]byte("Unit x better=higher\nBenchmarkX 1 1 x\n"), []byte("Unit x better=lower\nBenchmarkX 1 -1 x\n"))
 	f.Add([]byte("BenchmarkX 1 NaN ns/op\nBenchmarkX 1 +Inf ns/op\n"), []byte("BenchmarkX 1 1e308 ns/op\n"))
 	f.Add([]byte("BenchmarkX 1 1e308 ns/op\nBenchmarkX 1 -1e308 ns/op\n"), []byte("BenchmarkX 1 -1e308 ns/op\nBenchmarkX 1 5e-324 ns/op\n"))
-	opt, err := options(0.05, "5%", "")
+	opt, err := gate.NewOptions(0.05, "5%", "")
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, oldData, newData []byte) {
-		old, err1 := ReadSet(bytes.NewReader(oldData), "old", nil)
-		cur, err2 := ReadSet(bytes.NewReader(newData), "new", nil)
+		old, err1 := gate.ReadSet(bytes.NewReader(oldData), "old", nil)
+		cur, err2 := gate.ReadSet(bytes.NewReader(newData), "new", nil)
 		if err1 != nil || err2 != nil {
 			return
 		}
-		rep := Compare(old, cur, opt)
+		rep := gate.Compare(old, cur, opt)
 		var out bytes.Buffer
 		if err := rep.WriteTable(&out, "old", "new"); err != nil {
 			t.Fatal(err)
 		}
 		rep.WriteSummary(&out)
 		switch code := rep.ExitCode(false, false); code {
-		case ExitOK, ExitRegression, ExitInput, ExitUndecided:
+		case gate.ExitOK, gate.ExitRegression, gate.ExitInput, gate.ExitUndecided:
 		default:
 			t.Fatalf("undefined exit code %d", code)
 		}

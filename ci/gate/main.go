@@ -50,15 +50,15 @@
 // needed about 19 rows at the smallest possible p before any counted,
 // more than one benchmark has, so a lone slower benchmark passed. The
 // choice among four procedures was made by simulation on the default
-// matrix (TestChooseProcedure, runs drawn from the rxe results in
-// testdata): at 8 runs per side, one benchmark 20% worse was caught in
-// 21 of 47 comparisons by Holm within the benchmark, 11 by a rank sum
-// over its units (O'Brien; outlier-prone units such as p99.9-ns dilute
-// the steady ones), 9 by ns/op alone, 12 by Benjamini–Hochberg over all
-// rows; none failed two samples of the same build more than 2 in 47
-// times. At 10 runs (and 16, in a longer simulation) Benjamini–Hochberg
-// over rows catches about as many, but with few runs it cannot decide a
-// lone benchmark. A Westfall–Young maxT permutation test over a
+// matrix (internal/gate's TestChooseProcedure, runs drawn from the rxe
+// results in testdata): at 8 runs per side, one benchmark 20% worse was
+// caught in 21 of 47 comparisons by Holm within the benchmark, 11 by a
+// rank sum over its units (O'Brien; outlier-prone units such as
+// p99.9-ns dilute the steady ones), 9 by ns/op alone, 12 by
+// Benjamini–Hochberg over all rows; none failed two samples of the same
+// build more than 2 in 47 times. At 10 runs (and 16, in a longer
+// simulation) Benjamini–Hochberg over rows catches about as many, but
+// with few runs it cannot decide a lone benchmark. A Westfall–Young maxT permutation test over a
 // benchmark's units (which keeps their correlation instead of paying
 // Holm's factor) caught exactly as many as Holm (132 of 141 at 10 runs),
 // so the simpler rule stayed.
@@ -92,7 +92,7 @@
 // threshold. The summary names, per unit, the benchmark with the largest
 // such value, and how many benchmarks can see -detect. What these lines
 // claimed on real same-build make compare runs is stored in testdata and
-// held there by realruns_test.go (docs/compare.md).
+// held there by internal/gate's realruns_test.go (docs/compare.md).
 //
 // B/op and allocs/op are not tests: they count memory, not time. A row
 // fails when its median grew by more than an absolute threshold (B/op=64
@@ -110,6 +110,9 @@
 // regression. `go run` reports every non-zero status as 1 ("exit status
 // N" on stderr): scripts that need the distinction build the binary
 // (go build -o gate ./ci/gate), as ci/compare.sh does.
+//
+// This command is the flags, the files and the printing; the decision is
+// ci/gate/internal/gate's, reading the files internal/results'.
 package main
 
 import (
@@ -117,10 +120,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 	"strings"
+
+	"github.com/rdmabench/rdmabench/ci/gate/internal/gate"
 )
 
 func main() {
@@ -133,7 +136,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	alpha := fs.Float64("alpha", 0.05, "significance level: a difference counts only if p ≤ alpha")
 	threshold := fs.String("threshold", "5%", "relative worsening of the median that counts as a regression")
-	unitThr := fs.String("unit-threshold", "", "per-unit thresholds overriding the defaults, e.g. 'p99.9-ns=15%,max-ns=off' (defaults: "+defaultUnitText()+")")
+	unitThr := fs.String("unit-threshold", "", "per-unit thresholds overriding the defaults, e.g. 'p99.9-ns=15%,max-ns=off' (defaults: "+gate.DefaultUnitText()+")")
 	ignore := fs.String("ignore-config", "cpu,rdma-node-guid", "comma-separated file configuration keys not used for pairing")
 	allowMissing := fs.Bool("allow-missing", false, "do not fail when a benchmark of OLD is missing in NEW")
 	allowUndecided := fs.Bool("allow-undecided", false, "do not fail (exit 3) when there are too few runs to decide")
@@ -146,24 +149,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
+			return gate.ExitOK
 		}
-		return ExitInput
+		return gate.ExitInput
 	}
 	if fs.NArg() != 2 {
 		fs.Usage()
-		return ExitInput
+		return gate.ExitInput
 	}
-	opt, err := options(*alpha, *threshold, *unitThr)
+	opt, err := gate.NewOptions(*alpha, *threshold, *unitThr)
 	if err != nil {
 		fmt.Fprintf(stderr, "gate: %v\n", err)
-		return ExitInput
+		return gate.ExitInput
 	}
 	opt.NoCorrection = *noCorrection
 	opt.Paired = *paired
-	if opt.Detect, err = ParsePercent(*detect); err != nil {
+	if opt.Detect, err = gate.ParsePercent(*detect); err != nil {
 		fmt.Fprintf(stderr, "gate: -detect: %v\n", err)
-		return ExitInput
+		return gate.ExitInput
 	}
 	ign := make(map[string]bool)
 	for k := range strings.SplitSeq(*ignore, ",") {
@@ -171,87 +174,29 @@ func run(args []string, stdout, stderr io.Writer) int {
 			ign[k] = true
 		}
 	}
-	return gate(fs.Arg(0), fs.Arg(1), ign, opt, *allowMissing, *allowUndecided, stdout, stderr)
+	return compareFiles(fs.Arg(0), fs.Arg(1), ign, opt, *allowMissing, *allowUndecided, stdout, stderr)
 }
 
-// options validates the flags and builds Options.
-func options(alpha float64, threshold, unitThr string) (Options, error) {
-	if !(alpha > 0 && alpha < 1) {
-		return Options{}, fmt.Errorf("-alpha %g: want 0 < alpha < 1", alpha)
-	}
-	t, err := ParsePercent(threshold)
-	if err != nil {
-		return Options{}, fmt.Errorf("-threshold: %w", err)
-	}
-	user, err := ParseUnitThresholds(unitThr)
-	if err != nil {
-		return Options{}, fmt.Errorf("-unit-threshold: %w", err)
-	}
-	ut := maps.Clone(DefaultUnitThresholds)
-	maps.Copy(ut, user)
-	return Options{Alpha: alpha, Threshold: t, UnitThresholds: ut, Named: slices.Sorted(maps.Keys(user))}, nil
-}
-
-func defaultUnitText() string {
-	var parts []string
-	for _, u := range sortedUnits(DefaultUnitThresholds) {
-		switch t := DefaultUnitThresholds[u]; {
-		case t == Off:
-			parts = append(parts, u+"=off")
-		case AbsUnits[u]:
-			parts = append(parts, u+"="+FormatValue(t))
-		default:
-			parts = append(parts, u+"="+pct(t))
-		}
-	}
-	return strings.Join(parts, ",")
-}
-
-// gate reads both files, prints the report and returns the exit status.
-func gate(oldPath, newPath string, ignore map[string]bool, opt Options, allowMissing, allowUndecided bool, stdout, stderr io.Writer) int {
-	old, err := ReadFile(oldPath, ignore)
+// compareFiles reads both files, prints the report and returns the exit
+// status.
+func compareFiles(oldPath, newPath string, ignore map[string]bool, opt gate.Options, allowMissing, allowUndecided bool, stdout, stderr io.Writer) int {
+	old, err := gate.ReadFile(oldPath, ignore)
 	if err != nil {
 		fmt.Fprintf(stderr, "gate: OLD: %v\n", err)
-		return ExitInput
+		return gate.ExitInput
 	}
-	cur, err := ReadFile(newPath, ignore)
+	cur, err := gate.ReadFile(newPath, ignore)
 	if err != nil {
 		fmt.Fprintf(stderr, "gate: NEW: %v\n", err)
-		return ExitInput
+		return gate.ExitInput
 	}
-	rep := Compare(old, cur, opt)
+	rep := gate.Compare(old, cur, opt)
 	if err := rep.WriteTable(stdout, oldPath, newPath); err != nil {
 		fmt.Fprintf(stderr, "gate: write report: %v\n", err)
-		return ExitInput
+		return gate.ExitInput
 	}
 	rep.WriteSummary(stdout)
 	code := rep.ExitCode(allowMissing, allowUndecided)
-	fmt.Fprintf(stdout, "result: %s (exit %d)\n", resultText(code, rep), code)
+	fmt.Fprintf(stdout, "result: %s (exit %d)\n", rep.Outcome(code), code)
 	return code
-}
-
-func resultText(code int, rep *Report) string {
-	switch code {
-	case ExitOK:
-		return "PASS: no regression"
-	case ExitRegression:
-		return fmt.Sprintf("FAIL: %d regressions, %d missing in NEW", len(rep.Regressions()), len(rep.Missing))
-	case ExitUndecided:
-		blind, few := 0, 0
-		for _, f := range rep.Families {
-			switch {
-			case f.Blind:
-				blind++
-			case f.Undecided:
-				few++
-			}
-		}
-		why := fmt.Sprintf("%d with too few runs", few)
-		if d := rep.Opt.Detect; d > 0 && d != Off {
-			why = fmt.Sprintf("%d too noisy to see %s, %s", blind, pct(d), why)
-		}
-		return fmt.Sprintf("CANNOT DECIDE: no regression found, but %d of %d benchmarks are UNDECIDED (%s; -allow-undecided accepts this)",
-			few+blind, len(rep.Families), why)
-	}
-	return "ERROR: nothing gated to compare (no shared benchmark with a unit of known direction and a threshold)"
 }

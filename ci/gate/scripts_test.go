@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rdmabench/rdmabench/ci/gate/internal/gate"
 )
 
 // fakeBinary writes a bash script standing in for a `go test -c` binary:
@@ -109,7 +111,7 @@ func TestInterleaveScript(t *testing.T) {
 		// The fake prints both benchmarks on every run: 3 runs of 2 processes a side.
 		assert.Equal(t, 6, strings.Count(string(data), "BenchmarkFake/size=8-2"), side)
 		// The appended output is valid gate input.
-		s, err := ReadFile(filepath.Join(out, side+".txt"), nil)
+		s, err := gate.ReadFile(filepath.Join(out, side+".txt"), nil)
 		require.NoError(t, err)
 		assert.Len(t, s.Benches[s.Order[0]].Samples["p99-ns"], 6)
 	}

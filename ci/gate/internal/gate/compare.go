@@ -1,11 +1,9 @@
-package main
+package gate
 
 import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 
 	"golang.org/x/perf/benchfmt"
 	"golang.org/x/perf/benchmath"
@@ -15,75 +13,6 @@ import (
 
 // Confidence is the confidence level of the median intervals printed.
 const Confidence = 0.95
-
-// Off is the threshold value that disables gating of a unit.
-var Off = math.Inf(1)
-
-// DefaultUnitThresholds are the per-unit thresholds used unless
-// overridden by -unit-threshold. Tail percentiles rest on few samples:
-// a quantile q from N operations is decided by the N·(1−q) slowest ones,
-// so p99.99-ns of a few thousand operations is essentially the maximum,
-// and max-ns is a single operation (one scheduler hiccup moves it).
-//
-// The memory units B/op and allocs/op are gated by their absolute change
-// (see AbsUnits): the runtime's own allocations move B/op by a few dozen
-// bytes from run to run, and a relative threshold on 0 B/op would make
-// any byte a "+Inf%" regression.
-var DefaultUnitThresholds = map[string]float64{
-	"p99.9-ns":  0.15,
-	"p99.99-ns": Off,
-	"max-ns":    Off,
-	"B/op":      64,
-	"allocs/op": 0.5,
-}
-
-// AbsUnits are the units whose threshold is an absolute amount in the
-// unit (bytes, allocations) rather than a fraction of the median. Their
-// rows are not statistical tests: a change counts when the median grew by
-// more than the threshold (allocations are counted per operation and do
-// not drift like time).
-var AbsUnits = map[string]bool{"B/op": true, "allocs/op": true}
-
-// Options configures a comparison.
-type Options struct {
-	// Alpha is the significance level: a difference counts only if the
-	// Mann-Whitney U test gives p ≤ Alpha.
-	Alpha float64
-	// Threshold is the relative worsening of the median (0.05 = 5%) that
-	// must be exceeded for a regression, for units not in UnitThresholds.
-	Threshold float64
-	// UnitThresholds overrides Threshold per unit as written
-	// (e.g. "p99-ns"); Off disables gating of that unit.
-	UnitThresholds map[string]float64
-	// NoCorrection tests every benchmark at Alpha on its own. By default
-	// the benchmarks' tests are corrected with Holm–Šidák (see Compare),
-	// because one comparison tests dozens of benchmarks: at p ≤ 0.05
-	// each, two runs of the same build would fail most of the time.
-	NoCorrection bool
-	// Paired: OLD's and NEW's runs of a benchmark were made in adjacent
-	// pairs, in file order (make compare's interleaving): a benchmark
-	// whose adjacent runs are correlated (Spearman ρ ≥ PairRho) is tested
-	// paired (signed-rank test on the pairs' log ratios).
-	Paired bool
-	// Detect is the worsening every benchmark must be able to see: one
-	// whose Family.Detectable exceeds it is UNDECIDED, not a pass (0 or
-	// Off: no such requirement).
-	Detect float64
-	// Named are the units the user gave thresholds for (-unit-threshold):
-	// one that no row has is a warning (a typo has no effect otherwise).
-	Named []string
-	// skipPower leaves Row.Detectable of the tested rows unset (the
-	// simulations do not print it; it costs a bisection per row).
-	skipPower bool
-}
-
-// threshold returns the threshold for unit.
-func (o Options) threshold(unit string) float64 {
-	if t, ok := o.UnitThresholds[unit]; ok {
-		return t
-	}
-	return o.Threshold
-}
 
 // Verdict is the outcome for one (benchmark, unit) pair.
 type Verdict int
@@ -125,14 +54,14 @@ type Row struct {
 	PAdj float64
 	// Delta is (new median − old median) / old median.
 	Delta float64
-	// Abs marks a unit gated by absolute change (AbsUnits); Threshold is
-	// then in the unit itself (bytes, allocations).
+	// Abs marks a unit gated by absolute change (B/op, allocs/op);
+	// Threshold is then in the unit itself (bytes, allocations).
 	Abs bool
 	// Constant: both sides hold one and the same value (0 allocs/op
 	// against 0): shown, not a test.
 	Constant bool
 	// Threshold is the fraction (absolute amount when Abs) applied to
-	// this row; Off if disabled.
+	// this row; +Inf if disabled.
 	Threshold float64
 	// Paired: PWorse and PBetter come from the signed-rank test of the
 	// pairs (the benchmark's Family.Paired).
@@ -145,7 +74,7 @@ type Row struct {
 	Family int
 	// Detectable is the worsening (as Worse measures it) above which this
 	// row fails the gate for sure when nothing else changed, given the
-	// run counts and the observed spread (see Report.detectable); Off
+	// run counts and the observed spread (see Report.detectable); +Inf
 	// when no worsening can fail it.
 	Detectable float64
 	Verdict    Verdict
@@ -237,7 +166,7 @@ func Compare(old, cur *Set, opt Options) *Report {
 				// A unit the gate would not gate (no direction, or its
 				// threshold off) that NEW dropped is a note, not a
 				// failure: there was nothing to compare.
-				if meta.GetBetter(ob.Tidy[unit]) == 0 || opt.threshold(unit) == Off {
+				if meta.GetBetter(ob.Tidy[unit]) == 0 || opt.threshold(unit) == off {
 					rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: unit %s is only in OLD (not gated)", key.Name, unit))
 				} else {
 					rep.Missing = append(rep.Missing, fmt.Sprintf("%s: unit %s", key.Name, unit))
@@ -259,7 +188,7 @@ func Compare(old, cur *Set, opt Options) *Report {
 				Old:       benchmath.AssumeNothing.Summary(so, Confidence),
 				New:       benchmath.AssumeNothing.Summary(sn, Confidence),
 				Cmp:       benchmath.AssumeNothing.Compare(so, sn),
-				Abs:       AbsUnits[unit],
+				Abs:       absUnits[unit],
 				Constant:  identicalConstant(so.Values, sn.Values),
 				Threshold: opt.threshold(unit),
 				Family:    -1,
@@ -268,7 +197,7 @@ func Compare(old, cur *Set, opt Options) *Report {
 				cur:       nvals,
 			}
 			row.PWorse, row.PBetter = 1, 1
-			if row.Threshold != Off && !row.Abs && !row.Constant {
+			if row.Threshold != off && !row.Abs && !row.Constant {
 				row.PWorse, row.PBetter = oneSided(ovals, nvals, row.Better)
 			}
 			warn(so.Warnings)
@@ -340,7 +269,7 @@ func (r *Report) verdict(row Row) Verdict {
 	switch {
 	case row.Better == 0:
 		return Unknown
-	case row.Threshold == Off:
+	case row.Threshold == off:
 		return Disabled
 	case row.Constant:
 		return NoChange
@@ -385,62 +314,6 @@ func missingHint(key Key, cur *Set) string {
 	return key.Name
 }
 
-// ParsePercent parses a threshold such as "5%", "5" (both 5%) or "off".
-func ParsePercent(s string) (float64, error) {
-	s = strings.TrimSpace(s)
-	if strings.EqualFold(s, "off") {
-		return Off, nil
-	}
-	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("threshold %q: want a non-negative percentage like 5%% or off", s)
-	}
-	return v / 100, nil
-}
-
-// parseThreshold parses a threshold for unit: a percentage, or for an
-// absolute unit (AbsUnits) an amount in the unit, e.g. "128" for B/op.
-func parseThreshold(unit, val string) (float64, error) {
-	if !AbsUnits[unit] {
-		return ParsePercent(val)
-	}
-	val = strings.TrimSpace(val)
-	if strings.HasSuffix(val, "%") {
-		return 0, fmt.Errorf("threshold %q: %s is gated by absolute change: give an amount in %s, e.g. %s=%s", val, unit, unit, unit, FormatValue(DefaultUnitThresholds[unit]))
-	}
-	t, err := ParsePercent(val)
-	if err != nil {
-		return 0, fmt.Errorf("threshold %q: want a non-negative amount or off", val)
-	}
-	if t == Off {
-		return Off, nil
-	}
-	return t * 100, nil // ParsePercent divided by 100
-}
-
-// ParseUnitThresholds parses "unit=pct,unit=off,..." into a map; B/op and
-// allocs/op take an amount in their unit ("B/op=128").
-func ParseUnitThresholds(s string) (map[string]float64, error) {
-	m := make(map[string]float64)
-	for item := range strings.SplitSeq(s, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		unit, val, ok := strings.Cut(item, "=")
-		if !ok || strings.TrimSpace(unit) == "" {
-			return nil, fmt.Errorf("unit threshold %q: want unit=percent", item)
-		}
-		unit = strings.TrimSpace(unit)
-		t, err := parseThreshold(unit, val)
-		if err != nil {
-			return nil, fmt.Errorf("unit %s: %w", unit, err)
-		}
-		m[unit] = t
-	}
-	return m, nil
-}
-
 // Regressions returns the rows with verdict Regression.
 func (r *Report) Regressions() []Row { return r.with(Regression) }
 
@@ -482,14 +355,4 @@ func (r *Report) ExitCode(allowMissing, allowUndecided bool) int {
 		return ExitUndecided
 	}
 	return ExitOK
-}
-
-// sortedUnits returns the keys of m in order.
-func sortedUnits(m map[string]float64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -1,4 +1,4 @@
-package main
+package gate
 
 import (
 	"maps"
@@ -14,8 +14,8 @@ import (
 )
 
 // realResults is a `make bench` results file from rxe in the qemu guest
-// (see testdata/README.md): the benchmark names, units and run-to-run
-// spread of the simulations below come from it.
+// (see ci/gate/testdata/README.md): the benchmark names, units and
+// run-to-run spread of the simulations below come from it.
 const realResults = "rxe-make-bench.txt"
 
 // DefaultCount is the runs per side of the simulations here, which draw
@@ -175,7 +175,7 @@ func simulatePower(t testing.TB, s sim, n, trials int, opt Options) powerRun {
 func TestPowerAtRealSize(t *testing.T) {
 	short := testing.Short() || os.Getenv("GATE_SLOW_TESTS") != "1"
 	real := readReal(t)
-	opt := Options{Alpha: 0.05, Threshold: 0.05, UnitThresholds: DefaultUnitThresholds}
+	opt := Options{Alpha: 0.05, Threshold: 0.05, UnitThresholds: defaultUnitThresholds}
 	for _, tt := range []struct {
 		spread   float64
 		perBench int // comparisons per benchmark (each slowed that often)
@@ -226,7 +226,7 @@ func slowDown(set *Set, key Key) *Set {
 // with runs drawn from the real ones.
 func TestRealFileSlowedBenchmark(t *testing.T) {
 	real := readReal(t)
-	opt, err := options(0.05, "5%", "")
+	opt, err := NewOptions(0.05, "5%", "")
 	require.NoError(t, err)
 	assert.Equal(t, ExitOK, Compare(real, real, opt).ExitCode(false, false), "the file against itself")
 	caught := checkSlowed(t, real, opt)
@@ -364,16 +364,16 @@ var procedures = []procedure{
 
 // TestChooseProcedure prints, for the real matrix, the power and the
 // false failures of each candidate procedure at several counts (go test
-// -run ChooseProcedure -v ./ci/gate). All keep two samples of one build
-// passing; the gate's procedure must be the most powerful at 8 runs per
-// side, the fewest with which it can decide on this matrix.
+// -run ChooseProcedure -v ./ci/gate/internal/gate). All keep two samples
+// of one build passing; the gate's procedure must be the most powerful at
+// 8 runs per side, the fewest with which it can decide on this matrix.
 func TestChooseProcedure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulation")
 	}
 	real := readReal(t)
 	s := sim{real: real, rng: rand.New(rand.NewPCG(14, 2)), spread: 1}
-	opt := Options{Alpha: 0.05, Threshold: 0.05, UnitThresholds: DefaultUnitThresholds, skipPower: true}
+	opt := Options{Alpha: 0.05, Threshold: 0.05, UnitThresholds: defaultUnitThresholds, skipPower: true}
 	trials := len(real.Order)
 	for _, n := range []int{6, 8, DefaultCount} {
 		caught := make([]int, len(procedures))

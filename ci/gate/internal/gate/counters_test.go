@@ -1,4 +1,4 @@
-package main
+package gate
 
 import (
 	"slices"
@@ -54,7 +54,7 @@ func TestUnitOnlyInOld(t *testing.T) {
 		return set
 	}
 	old := runs("100 p50-ns 900 max-ns 7 hops")
-	opt := Options{Alpha: 0.05, Threshold: 0.05, UnitThresholds: DefaultUnitThresholds}
+	opt := Options{Alpha: 0.05, Threshold: 0.05, UnitThresholds: defaultUnitThresholds}
 	for _, tc := range []struct {
 		name, cur string
 		missing   []string
@@ -82,7 +82,7 @@ func TestNamedUnitUnknown(t *testing.T) {
 	const file = "rdma-device: rxe0\nUnit p99.9-ns better=lower\nBenchmarkWriteLat/size=8-2 1000 30000 ns/op 900 p99.9-ns\n"
 	set, err := ReadSet(strings.NewReader(strings.Repeat(file, 1)), "f", nil)
 	require.NoError(t, err)
-	opt, err := options(0.05, "5%", "p999-ns=10%,p99.9-ns=20%")
+	opt, err := NewOptions(0.05, "5%", "p999-ns=10%,p99.9-ns=20%")
 	require.NoError(t, err)
 	rep := Compare(set, set, opt)
 	warned := func(unit string) bool {

@@ -1,4 +1,4 @@
-package main
+package gate
 
 import (
 	"fmt"
@@ -47,7 +47,7 @@ func TestFabricLinkByLink(t *testing.T) {
 	require.NoError(t, err)
 	cur, err := ReadSet(strings.NewReader(fabricStream(4, 10, 2, map[string]float64{slowLink: 0.8})), "new", nil)
 	require.NoError(t, err)
-	opt, err := options(0.05, "5%", "")
+	opt, err := NewOptions(0.05, "5%", "")
 	require.NoError(t, err)
 	rep := Compare(old, cur, opt)
 	require.Len(t, rep.Families, 12, "one benchmark per directed link")
@@ -70,11 +70,11 @@ func TestFabricLinkByLink(t *testing.T) {
 // both directions (the fault makes its round trips 3–6× slower), and no
 // other, though the two passes ran minutes apart, not interleaved.
 func TestFabricRealRuns(t *testing.T) {
-	old, err := ReadFile("testdata/fabric-healthy.txt", realIgnore)
+	old, err := ReadFile(fixture("fabric-healthy.txt"), realIgnore)
 	require.NoError(t, err)
-	cur, err := ReadFile("testdata/fabric-link.txt", realIgnore)
+	cur, err := ReadFile(fixture("fabric-link.txt"), realIgnore)
 	require.NoError(t, err)
-	opt, err := options(0.05, "5%", "")
+	opt, err := NewOptions(0.05, "5%", "")
 	require.NoError(t, err)
 	rep := Compare(old, cur, opt)
 	require.Len(t, rep.Families, 12, "one benchmark per directed link")

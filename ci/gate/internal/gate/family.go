@@ -1,4 +1,4 @@
-package main
+package gate
 
 import (
 	"math"
@@ -67,7 +67,7 @@ func (r *Report) testBenchmarks(old, cur *Set) {
 	byKey := map[Key][]int{}
 	var keys []Key
 	for i, row := range r.Rows {
-		if row.Better == 0 || row.Threshold == Off || row.Abs || row.Constant {
+		if row.Better == 0 || row.Threshold == off || row.Abs || row.Constant {
 			continue
 		}
 		if len(row.old) != old.Benches[row.Key].Runs || len(row.cur) != cur.Benches[row.Key].Runs {
@@ -106,13 +106,13 @@ func (r *Report) testBenchmarks(old, cur *Set) {
 		if r.Opt.skipPower {
 			continue
 		}
-		f.Detectable = Off
+		f.Detectable = off
 		for _, i := range f.Rows {
 			row := &r.Rows[i]
 			row.Detectable = r.detectable(*row, r.Lone/float64(f.Tests))
 			f.Detectable = min(f.Detectable, row.Detectable)
 		}
-		if d := r.Opt.Detect; d > 0 && d != Off && !f.Significant && !f.Undecided && f.Detectable > d {
+		if d := r.Opt.Detect; d > 0 && d != off && !f.Significant && !f.Undecided && f.Detectable > d {
 			f.Blind, f.Undecided = true, true
 			for _, i := range f.Rows {
 				r.Rows[i].blind = f.Detectable
@@ -287,7 +287,7 @@ func oneSided(old, cur []float64, better int) (pWorse, pBetter float64) {
 // changed: NEW worse by w with its observed spread (see slowed) gives a
 // one-sided p ≤ level (the family's level over its tests, the Bonferroni
 // bound of Holm's first step), and w exceeds the threshold. Found by
-// bisection; Off when no worsening can (too few runs, or values ≤ 0).
+// bisection; off when no worsening can (too few runs, or values ≤ 0).
 func (r *Report) detectable(row Row, level float64) float64 {
 	detected := func(w float64) bool {
 		p, _ := oneSided(row.old, slowed(row, w), row.Better)
@@ -298,7 +298,7 @@ func (r *Report) detectable(row Row, level float64) float64 {
 		// difference removed), then moved by w.
 		d := logRatios(row.old, row.cur, row.Better, 0)
 		if d == nil {
-			return Off
+			return off
 		}
 		med := median(d)
 		detected = func(w float64) bool {
@@ -319,7 +319,7 @@ func (r *Report) detectable(row Row, level float64) float64 {
 		hi = 1 - 1e-6 // rates: down to a millionth
 	}
 	if !positive(row.old) || !positive(row.cur) || !detected(hi) {
-		return Off
+		return off
 	}
 	lo := 0.0
 	for range 40 {

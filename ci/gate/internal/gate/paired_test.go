@@ -1,4 +1,4 @@
-package main
+package gate
 
 import (
 	"fmt"
@@ -114,7 +114,7 @@ func TestDetectUndecided(t *testing.T) {
 	assert.Contains(t, out.String(), "more than -detect 25.0%")
 	assert.Contains(t, out.String(), "decidable: 0 of 1 benchmarks")
 
-	opt.Detect = Off
+	opt.Detect = off
 	rep = Compare(old, cur, opt)
 	assert.Equal(t, ExitOK, rep.ExitCode(false, false))
 
@@ -123,10 +123,4 @@ func TestDetectUndecided(t *testing.T) {
 	rep = Compare(old, cur, opt)
 	assert.False(t, rep.Families[0].Blind, "sees %.1f%%", 100*rep.Families[0].Detectable)
 	assert.Equal(t, ExitOK, rep.ExitCode(false, false))
-}
-
-func TestDetectFlag(t *testing.T) {
-	code, _, stderr := runGate(t, "-detect", "lots", fixture("base.txt"), fixture("base.txt"))
-	assert.Equal(t, ExitInput, code)
-	assert.Contains(t, stderr, `-detect: threshold "lots"`)
 }

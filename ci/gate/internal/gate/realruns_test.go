@@ -1,4 +1,4 @@
-package main
+package gate
 
 import (
 	"maps"
@@ -35,7 +35,7 @@ var realIgnore = map[string]bool{"cpu": true, "rdma-node-guid": true, "rdma-self
 
 func realOptions(t *testing.T) Options {
 	t.Helper()
-	opt, err := options(0.05, "5%", "")
+	opt, err := NewOptions(0.05, "5%", "")
 	require.NoError(t, err)
 	opt.Paired, opt.Detect = true, 0.25
 	return opt
@@ -43,9 +43,9 @@ func realOptions(t *testing.T) Options {
 
 func readCompare(t *testing.T, name string) (old, cur *Set) {
 	t.Helper()
-	old, err := ReadFile("testdata/"+name+"-old.txt", realIgnore)
+	old, err := ReadFile(fixture(name+"-old.txt"), realIgnore)
 	require.NoError(t, err)
-	cur, err = ReadFile("testdata/"+name+"-new.txt", realIgnore)
+	cur, err = ReadFile(fixture(name+"-new.txt"), realIgnore)
 	require.NoError(t, err)
 	return old, cur
 }

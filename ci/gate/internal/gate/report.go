@@ -1,8 +1,9 @@
-package main
+package gate
 
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -86,7 +87,7 @@ func (r Row) detectableText() string {
 	switch {
 	case r.Family < 0 && !r.Abs:
 		return "-"
-	case r.Detectable == Off:
+	case r.Detectable == off:
 		return "none"
 	case r.Abs:
 		return ">" + absText(r.Unit, r.Detectable)
@@ -165,12 +166,12 @@ func (r *Report) significanceText() string {
 
 func (r *Report) thresholdText() string {
 	parts := []string{"default " + pct(r.Opt.Threshold)}
-	for _, u := range sortedUnits(r.Opt.UnitThresholds) {
+	for _, u := range slices.Sorted(maps.Keys(r.Opt.UnitThresholds)) {
 		t := r.Opt.UnitThresholds[u]
 		switch {
-		case t == Off:
+		case t == off:
 			parts = append(parts, u+" off")
-		case AbsUnits[u]:
+		case absUnits[u]:
 			parts = append(parts, u+" "+absText(u, t))
 		default:
 			parts = append(parts, u+" "+pct(t))
@@ -237,7 +238,7 @@ func (r *Report) writeDecidable(w io.Writer) {
 		}
 	}
 	slices.Sort(ds)
-	if d := r.Opt.Detect; d > 0 && d != Off {
+	if d := r.Opt.Detect; d > 0 && d != off {
 		fmt.Fprintf(w, "decidable: %d of %d benchmarks see a slowdown of %s (-detect); smallest slowdown seen for sure, median over the benchmarks %s, largest %s\n",
 			r.Decidable(), len(r.Families), pct(d), pct(ds[len(ds)/2]), pct(ds[len(ds)-1]))
 	}
@@ -253,7 +254,7 @@ func (r *Report) writeDecidable(w io.Writer) {
 
 // seesText says what slowdown a benchmark (or row) sees for sure.
 func seesText(d float64) string {
-	if d == Off {
+	if d == off {
 		return "no slowdown at all"
 	}
 	return "slowdowns above " + pct(d)
@@ -313,7 +314,7 @@ func (r *Report) writePower(w io.Writer) {
 		if worst.Cmp.N1 != worst.Cmp.N2 {
 			runs = fmt.Sprintf("%d+%d runs", worst.Cmp.N1, worst.Cmp.N2)
 		}
-		if worst.Detectable == Off {
+		if worst.Detectable == off {
 			fmt.Fprintf(w, "  with %s, no %s regression of %s could fail the gate (too few runs, or values ≤ 0)\n", runs, u, worst.Key.Name)
 			continue
 		}
@@ -324,4 +325,33 @@ func (r *Report) writePower(w io.Writer) {
 		fmt.Fprintf(w, "  with %s, a %s regression under %s of %s would pass unnoticed (median over %d benchmarks: %s)\n",
 			runs, u, limit, worst.Key.Name, len(rows), pct(ds[len(ds)/2]))
 	}
+}
+
+// Outcome says in words what the exit status code (ExitCode) of the
+// report means: PASS, FAIL with the counts, CANNOT DECIDE with why, or
+// nothing to compare.
+func (r *Report) Outcome(code int) string {
+	switch code {
+	case ExitOK:
+		return "PASS: no regression"
+	case ExitRegression:
+		return fmt.Sprintf("FAIL: %d regressions, %d missing in NEW", len(r.Regressions()), len(r.Missing))
+	case ExitUndecided:
+		blind, few := 0, 0
+		for _, f := range r.Families {
+			switch {
+			case f.Blind:
+				blind++
+			case f.Undecided:
+				few++
+			}
+		}
+		why := fmt.Sprintf("%d with too few runs", few)
+		if d := r.Opt.Detect; d > 0 && d != off {
+			why = fmt.Sprintf("%d too noisy to see %s, %s", blind, pct(d), why)
+		}
+		return fmt.Sprintf("CANNOT DECIDE: no regression found, but %d of %d benchmarks are UNDECIDED (%s; -allow-undecided accepts this)",
+			few+blind, len(r.Families), why)
+	}
+	return "ERROR: nothing gated to compare (no shared benchmark with a unit of known direction and a threshold)"
 }
