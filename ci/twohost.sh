@@ -69,12 +69,18 @@ b)
 		-rdma.peer "$peer" -rdma.timeout 20s 2>&1) >"$blog"
 	rc=$?
 	grep -vE '^Benchmark[^[:space:]]*$' "$blog"
-	bash "$root/ci/skips.sh" "$blog" "the benchmarks against the peer (-short)"
+	bash "$root/ci/skips.sh" "$blog" peer-bench "the benchmarks against the peer (-short)" || { ((rc != 0)) || rc=1; }
 	if ((rc == 0)); then
 		echo "=== faults over the wire"
+		wlog=$root/.cache/twohost-wire.log
 		(cd rdmatest/internal/engine && RDMA_WIRE_FAULTS=1 RDMA_PEER_KILL_FILE=$kill_flag "$root"/.cache/testbin/rdmatest_internal_engine.test \
-			-test.run '^TestWire' -test.v -test.count 1 -rdma.peer "$peer" -rdma.timeout 5s 2>&1)
+			-test.run '^TestWire' -test.v -test.count 1 -rdma.peer "$peer" -rdma.timeout 5s 2>&1) >"$wlog"
 		rc=$?
+		cat "$wlog"
+		# The wire tests skip without a peer, RDMA_WIRE_FAULTS or the
+		# kill file: here they have all three, so a skip fails the pass.
+		bash "$root/ci/skips.sh" "$wlog" wire "the wire fault tests" || { ((rc != 0)) || rc=1; }
+		grep -q '^--- PASS: TestWire' "$wlog" || { echo "FAIL: no wire fault test ran"; ((rc != 0)) || rc=1; }
 	fi
 	touch "$done_flag"
 	exit $rc

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,16 +212,54 @@ func TestInterleaveScriptUsage(t *testing.T) {
 }
 
 // TestSkipsScript: ci/skips.sh counts the skips of tests and benchmarks
-// (-test.v output) and names them.
+// (-test.v output), names them, allows those its allowlist's entries for
+// the pass name (anchored, with their reason) and fails on any other,
+// showing what the log says about it.
 func TestSkipsScript(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash not installed")
 	}
-	log := filepath.Join(t.TempDir(), "log")
-	require.NoError(t, os.WriteFile(log, []byte("BenchmarkA\nBenchmarkA/sub=1\n    x_test.go:3: no device\n--- SKIP: BenchmarkA/sub=1\n"+
-		"=== RUN   TestX\n--- SKIP: TestX (0.00s)\n    --- SKIP: TestX/y (0.00s)\n--- PASS: TestZ (0.00s)\nPASS\n"), 0o644))
-	out, err := exec.Command(bash, "../skips.sh", log, "demo").CombinedOutput()
-	require.NoError(t, err, string(out))
-	assert.Equal(t, "skips in demo: 3\n  skipped: BenchmarkA/sub=1\n  skipped: TestX\n  skipped: TestX/y\n", string(out))
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	require.NoError(t, os.WriteFile(log, []byte("BenchmarkA\nBenchmarkA/sub=1\n--- SKIP: BenchmarkA/sub=1\n    x_test.go:3: no device\n"+
+		"=== RUN   TestX\n    y_test.go:9: device has no atomics\n--- SKIP: TestX (0.00s)\n    --- SKIP: TestX/y (0.00s)\n--- PASS: TestZ (0.00s)\nPASS\n"), 0o644))
+	allow := filepath.Join(dir, "allow")
+	require.NoError(t, os.WriteFile(allow, []byte("# comment\n\nbench\tBenchmarkA/sub=[0-9]+\tthe demo's reason\nbench\tTestX(/.*)?\tboth\ndevice\tTestX\tonly the parent\n"), 0o644))
+	skips := func(pass string) (string, int) {
+		cmd := exec.Command(bash, "../skips.sh", log, pass, "demo")
+		cmd.Env = append(os.Environ(), "SKIPS_ALLOW="+allow)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		require.NoError(t, err, string(out))
+		return string(out), 0
+	}
+	out, code := skips("bench")
+	assert.Equal(t, 0, code, out)
+	assert.Equal(t, "skips in demo: 3\n  skipped: BenchmarkA/sub=1 (allowed: the demo's reason)\n  skipped: TestX (allowed: both)\n  skipped: TestX/y (allowed: both)\n", out)
+
+	out, code = skips("device")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "UNEXPECTED skip: BenchmarkA/sub=1\n")
+	assert.Contains(t, out, "    |     x_test.go:3: no device\n", "the skip's reason, from the log")
+	assert.Contains(t, out, "  skipped: TestX (allowed: only the parent)\n")
+	assert.Contains(t, out, "UNEXPECTED skip: TestX/y\n", "an entry matches the whole name, not a prefix")
+	assert.Contains(t, out, "FAIL: 2 unexpected skips in demo")
+
+	out, code = skips("vm")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "FAIL: 3 unexpected skips in demo", "no entry is for this pass")
+
+	require.NoError(t, os.WriteFile(allow, []byte("bench BenchmarkA spaces, not tabs\n"), 0o644))
+	out, code = skips("bench")
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, "an entry needs three tab-separated fields")
+
+	cmd := exec.Command(bash, "../skips.sh", log, "demo")
+	out2, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out2), "usage: ci/skips.sh LOG PASS WHAT")
 }
