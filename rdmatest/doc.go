@@ -99,6 +99,24 @@
 //     divided by 2: perftest's "RTT/2" of ib_send_lat and ib_write_lat.
 //     perftest's sample is the time between two successive posts (its
 //     bookkeeping between iterations included); ours stops at the answer.
+//     A run of b.N round trips starts with -rdma.warmup (default 1)
+//     untimed, unrecorded round trips.
+//   - cycle-p50-ns, cycle-p99-ns (every ping-pong and round-trip latency
+//     run): perftest's sample, from just before one measured post to
+//     just before the next (b.N−1 samples), so the whole iteration:
+//     the answer, then the work until the next post (reposts, waiting
+//     for send completions, the histogram's add, any stall), halved
+//     like the samples above. Same histogram and quantile rule as p50-ns.
+//   - Signaling (latency runs): by default one WR in half the send queue
+//     is signaled and receives are reposted in batches of 32, between
+//     samples, as a pipelining application does; the post → answer
+//     sample is the latency an operation experiences. -rdma.signal-all
+//     (Spec.SignalAll) does perftest's latency work instead (its latency
+//     tests force tx_depth 1, so cq_mod 1): every WR signaled and its
+//     completion awaited in its iteration, a receive reposted after every
+//     message, on both sides; that work is in the cycle samples. make
+//     calibrate compares cycle-p50-ns under -rdma.signal-all
+//     -rdma.warmup 0 with perftest (docs/performance.md).
 //   - Round-trip latency (RDMA READ, atomics): from just before the post
 //     call until the poll that returned its completion; not halved, as in
 //     ib_read_lat and ib_atomic_lat.

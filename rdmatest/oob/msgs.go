@@ -104,6 +104,10 @@ type Scenario struct {
 	SlotSize  int    `json:"slot_size"`
 	Inline    int    `json:"inline"` // bytes of inline data to reserve (the peer's answers are inlined when > 0)
 	SRQ       bool   `json:"srq"`
+	// SignalAll (echo roles) makes the peer signal every answer and
+	// await its completion, and repost receives after every message:
+	// perftest's latency work (the client's -rdma.signal-all).
+	SignalAll bool `json:"signal_all,omitempty"`
 }
 
 // Endpoint is one QP's addressing, as verbs.Endpoint.
@@ -151,6 +155,9 @@ func (m *Setup) Validate() error {
 	}
 	if m.QKey == 0 || m.QKey > MaxQKey {
 		errs = append(errs, fmt.Errorf("qkey %#x out of range 0x1..%#x", m.QKey, MaxQKey))
+	}
+	if s.SignalAll && (s.Role == "sink" || s.Role == "target") {
+		errs = append(errs, fmt.Errorf("signal_all needs role echo or write-echo, not %s", s.Role))
 	}
 	if len(m.Endpoints) != s.QPs {
 		errs = append(errs, fmt.Errorf("%d endpoints for qps %d", len(m.Endpoints), s.QPs))

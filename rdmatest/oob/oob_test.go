@@ -165,6 +165,7 @@ func TestSetupValidate(t *testing.T) {
 		{"zero QPs", func(s *Setup) { s.Scenario.QPs = 0 }, "qps 0 out of range 1..256"},
 		{"deep send queue", func(s *Setup) { s.Scenario.SendDepth = 1 << 20 }, "send_depth 1048576 out of range 1..65536"},
 		{"bad MTU", func(s *Setup) { s.MTU = 1500 }, "mtu 1500 is not one of [256 512 1024 2048 4096]"},
+		{"signal_all without an echo", func(s *Setup) { s.Scenario.Role, s.Scenario.SignalAll = "sink", true }, "signal_all needs role echo or write-echo, not sink"},
 		{"endpoint count", func(s *Setup) { s.Endpoints = s.Endpoints[:1] }, "1 endpoints for qps 2"},
 		{"QPN zero", func(s *Setup) { s.Endpoints[0].QPN = 0 }, "endpoint 0: qpn 0x0 out of range 0x1..0xffffff"},
 		{"PSN too wide", func(s *Setup) { s.Endpoints[1].PSN = 1 << 24 }, "endpoint 1: psn 0x1000000 out of range 0..0xffffff"},

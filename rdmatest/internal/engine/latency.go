@@ -75,6 +75,7 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 	if probeCall(b) {
 		return // testing discards this call (probe.go)
 	}
+	s.SignalAll = s.SignalAll || d.Opts.SignalAll
 	s.begin(b, d, KindLatency)
 	if err := checkProcs(s.busyGoroutines(d)); err != nil {
 		b.Skip(err)
@@ -95,16 +96,24 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 		resp.fatal(b, err)
 	}
 	defer ping.Close()
-	// One untimed, unrecorded round trip: the first pass through the path
-	// pays one-time costs (first touches, the passive thread's start).
-	if err := ping.Warm(1); err != nil {
-		resp.fatal(b, err)
+	// Untimed, unrecorded round trips (-rdma.warmup, default 1): the
+	// first pass through the path pays one-time costs (first touches,
+	// the passive thread's start).
+	if w := d.Opts.Warmup; w > 0 {
+		if err := ping.Warm(int64(w)); err != nil {
+			resp.fatal(b, err)
+		}
 	}
 	res, rec, before := measure(b, d, ping, cpus[0], resp, nil)
 	if err := p.verifyLatency(&s); err != nil {
 		b.Fatal(err)
 	}
+	cycles, err := importCycles(ping, res)
+	if err != nil {
+		b.Fatal(err)
+	}
 	hist.ReportLatencyHeld(b, rec)
+	hist.ReportCycles(b, cycles)
 	reportLoopRate(b, "msgs/s", res.Ops, res.Elapsed())
 	before.report(b, d, int64(b.N))
 }
@@ -113,7 +122,7 @@ func Latency(b *testing.B, d *Dev, s Spec) {
 func newPing(p *Pair, s *Spec, n int64, timeout time.Duration) (*verbs.Loop, error) {
 	a := p.A
 	cfg := verbs.PingConfig{QP: a.QPs[0], CQ: a.CQ, WR: sendWR(s, a, 0), SendDepth: a.depth,
-		Iters: n, Gap: s.Gap, Timeout: timeout, Hist: histGeometry}
+		Iters: n, Gap: s.Gap, SignalAll: s.SignalAll, Timeout: timeout, Hist: histGeometry}
 	switch {
 	case s.Op == verbs.OpWrite:
 		cfg.Mode, cfg.Halve = verbs.PingWrite, true
@@ -151,7 +160,8 @@ func (p *Pair) startPassive(s *Spec, cpu int) (*responder, error) {
 
 // serveConfig is the passive loop of role on side b (roleTarget: none).
 func serveConfig(b *Side, s *Spec, role passiveRole, recvDepth int, timeout time.Duration) (verbs.ServeConfig, bool) {
-	cfg := verbs.ServeConfig{CQ: b.CQ, QPs: b.QPs, SRQ: b.SRQ, SendDepth: b.depth, Timeout: timeout, Idle: timeout}
+	cfg := verbs.ServeConfig{CQ: b.CQ, QPs: b.QPs, SRQ: b.SRQ, SendDepth: b.depth, Timeout: timeout, Idle: timeout,
+		SignalAll: s.SignalAll && (role == roleWriteEcho || role == roleEcho)}
 	switch role {
 	case roleWriteEcho:
 		cfg.Mode, cfg.WR = verbs.ServeWriteEcho, sendWR(s, b, 0)

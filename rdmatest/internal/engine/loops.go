@@ -32,6 +32,24 @@ func importLoop(r *hist.Recorder, l *verbs.Loop, res verbs.LoopResult) error {
 	return r.AddCounts(counts, res.Samples, res.Overflow)
 }
 
+// importCycles returns the cycle samples of the ping loop l (perftest's
+// sample: from one post to the next; see verbs.Loop.CycleCounts),
+// checked: a run of n round trips records n-1 of them.
+func importCycles(l *verbs.Loop, res verbs.LoopResult) (*hist.Recorder, error) {
+	if want := max(res.Samples-1, 0); res.CycleSamples != want {
+		return nil, fmt.Errorf("rdmatest: verification: the loop recorded %d cycle samples for %d round trips, expected %d", res.CycleSamples, res.Samples, want)
+	}
+	counts := make([]int64, histGeometry.CountsLen())
+	if err := l.CycleCounts(counts); err != nil {
+		return nil, err
+	}
+	r := hist.NewRecorder()
+	if err := r.AddCounts(counts, res.CycleSamples, res.CycleOverflow); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // loopRun is one C loop on an OS thread of its own (locked, and pinned to
 // a CPU when one is given).
 type loopRun struct {

@@ -122,6 +122,10 @@ func Config() [][2]string {
 		d.Close()
 	}
 	cfg = append(cfg, [2]string{"kernel", kernelRelease()}, [2]string{"rdma-core", rdmaCoreVersion()})
+	if o, err := flags.Opts(); err == nil {
+		// How latency runs work and start (rdmatest's doc: the samples).
+		cfg = append(cfg, [2]string{"rdma-signal-all", strconv.FormatBool(o.SignalAll)}, [2]string{"rdma-warmup", strconv.Itoa(o.Warmup)})
+	}
 	cfg = append(cfg, slowConfig()...)
 	if os.Getenv("RDMA_IN_VM") == "1" {
 		cfg = append(cfg, [2]string{"rdma-host", "qemu-vm"})

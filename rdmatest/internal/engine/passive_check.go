@@ -34,7 +34,7 @@ func SetupSpec(req *oob.Setup) (Spec, error) {
 		return Spec{}, fmt.Errorf("rdmatest: setup: %w", err)
 	}
 	s := Spec{Op: op, Transport: transport, Size: sc.Size, QPs: sc.QPs, QD: sc.SendDepth,
-		Inline: sc.Inline > 0, SRQ: sc.SRQ}
+		Inline: sc.Inline > 0, SRQ: sc.SRQ, SignalAll: sc.SignalAll}
 	s.HeaderOnly = sc.Size == 0 && (op == verbs.OpSendImm || op == verbs.OpWriteImm)
 	switch passiveRole(sc.Role) {
 	case roleSink, roleTarget:

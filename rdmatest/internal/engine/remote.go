@@ -95,7 +95,7 @@ func setupRequest(cfg *PairConfig, mtu int, qkey uint32) *oob.Setup {
 		Scenario: oob.Scenario{
 			Op: cfg.Spec.Op.String(), Transport: cfg.Transport.String(), Role: string(roleFor(cfg.Spec)), Size: cfg.Spec.Size,
 			QPs: cfg.QPs, SendDepth: cfg.SendDepth, RecvDepth: cfg.RecvDepth, SlotSize: cfg.SlotSize,
-			Inline: cfg.Inline, SRQ: cfg.SRQ,
+			Inline: cfg.Inline, SRQ: cfg.SRQ, SignalAll: cfg.Spec.SignalAll,
 		},
 		MTU:  mtu,
 		QKey: qkey,

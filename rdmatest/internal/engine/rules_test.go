@@ -62,6 +62,7 @@ func TestEveryRuleRefuses(t *testing.T) {
 		"threads":      {bad: Spec{Kind: lat, Op: write, Size: 8, Threads: 2}, want: []string{"threads 2", "one-way streams"}, good: Spec{Kind: str, Op: write, Size: 8, Threads: 2}},
 		"bidir":        {bad: Spec{Kind: lat, Op: send, Size: 8, Bidir: true}, want: []string{"bidir", "streaming runs only"}, good: Spec{Kind: str, Op: send, Size: 8, Bidir: true}},
 		"gap":          {bad: Spec{Kind: lat, Op: write, Size: 8, Gap: 2 * time.Second}, want: []string{"gap 2s", "0 … 1s"}, good: Spec{Kind: lat, Op: write, Size: 8, Gap: time.Millisecond}},
+		"signal-all":   {bad: Spec{Kind: str, Op: write, Size: 8, SignalAll: true}, want: []string{"signal-all", "latency runs, not"}, good: Spec{Kind: lat, Op: write, Size: 8, SignalAll: true}},
 		"load":         {bad: Spec{Kind: str, Op: write, Size: 8, Load: 1.5}, want: []string{"offered load 1.5", "(0, 1]"}, good: Spec{Kind: str, Op: write, Size: 8, Load: 0.5}},
 		"device depth": {bad: Spec{Kind: str, Op: write, Size: 8, QD: 1 << 21}, want: []string{"qd 2097152", "max_qp_wr 1048576"}, good: Spec{Kind: str, Op: write, Size: 8, QD: 1 << 20}},
 		"device QPs":   {bad: Spec{Kind: str, Op: write, Size: 8, QPs: 600000}, want: []string{"qps 600000", "max_qp 1048560"}, good: Spec{Kind: str, Op: write, Size: 8, QPs: 1000}},

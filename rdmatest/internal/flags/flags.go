@@ -31,7 +31,16 @@ type Options struct {
 	// CPUs overrides the CPUs the timed loops are pinned to (a Linux CPU
 	// list, requester first); empty: the device's NUMA node.
 	CPUs string
+	// SignalAll makes every latency run do perftest's latency work (see
+	// the engine's Spec.SignalAll).
+	SignalAll bool
+	// Warmup is how many untimed, unrecorded round trips a latency run
+	// makes before its samples (0 … MaxWarmup; default 1).
+	Warmup int
 }
+
+// MaxWarmup bounds -rdma.warmup.
+const MaxWarmup = 1000000
 
 // The settings' values: from the environment when the package is
 // initialised, then from the command line once a flag set holding them
@@ -48,6 +57,8 @@ var (
 	flagCPUs    = ptr(env("RDMA_CPUS", ""))
 	flagToken   = ptr(env("RDMA_PEER_TOKEN", ""))
 	flagTokenF  = ptr(env("RDMA_PEER_TOKEN_FILE", ""))
+	flagSignal  = ptr(envParse("RDMA_SIGNAL_ALL", false, strconv.ParseBool, "a boolean (1, true, 0 or false)"))
+	flagWarmup  = ptr(envInt("RDMA_WARMUP", 1))
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -78,6 +89,8 @@ func Register(fs *flag.FlagSet) {
 	fs.StringVar(flagPeer, "rdma.peer", *flagPeer, "host:port of an rdmapeer that plays the passive side on another host [RDMA_PEER]")
 	fs.StringVar(flagToken, "rdma.peer-token", *flagToken, "shared secret the peer requires (on the command line ps shows it: prefer the file or the environment) [RDMA_PEER_TOKEN]")
 	fs.StringVar(flagTokenF, "rdma.peer-token-file", *flagTokenF, "file holding the shared secret the peer requires [RDMA_PEER_TOKEN_FILE]")
+	fs.BoolVar(flagSignal, "rdma.signal-all", *flagSignal, "latency runs do perftest's latency work: every WR signaled and awaited, receives reposted per message, on both sides [RDMA_SIGNAL_ALL]")
+	fs.IntVar(flagWarmup, "rdma.warmup", *flagWarmup, fmt.Sprintf("untimed round trips before a latency run's samples, 0 … %d [RDMA_WARMUP]", MaxWarmup))
 }
 
 // peerToken is the peer's secret from -rdma.peer-token or the file
@@ -126,6 +139,10 @@ var envErrs []error
 func Opts() (Options, error) {
 	o, errs := deviceOpts()
 	o.HlogDir, o.Peer = *flagHlog, *flagPeer
+	o.SignalAll, o.Warmup = *flagSignal, *flagWarmup
+	if o.Warmup < 0 || o.Warmup > MaxWarmup {
+		errs = append(errs, fmt.Errorf("rdmatest: -rdma.warmup %d is out of range 0 … %d", o.Warmup, MaxWarmup))
+	}
 	var err error
 	if o.PeerToken, err = peerToken(*flagToken, *flagTokenF); err != nil {
 		errs = append(errs, err)

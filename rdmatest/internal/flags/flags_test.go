@@ -64,7 +64,7 @@ func rdmaFlags(fs *flag.FlagSet) []string {
 func TestRegister(t *testing.T) {
 	all := flag.NewFlagSet("bench", flag.ContinueOnError)
 	Register(all)
-	assert.Equal(t, []string{"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.hlog", "rdma.peer", "rdma.peer-token", "rdma.peer-token-file", "rdma.port", "rdma.timeout"}, rdmaFlags(all))
+	assert.Equal(t, []string{"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.hlog", "rdma.peer", "rdma.peer-token", "rdma.peer-token-file", "rdma.port", "rdma.signal-all", "rdma.timeout", "rdma.warmup"}, rdmaFlags(all))
 
 	dev := flag.NewFlagSet("peer", flag.ContinueOnError)
 	RegisterDevice(dev)
@@ -109,17 +109,19 @@ func TestOptsWithoutFlags(t *testing.T) {
 		return c
 	}
 	c := child("RDMA_DEVICE=mlx9", "RDMA_PORT=2", "RDMA_GID_INDEX=3", "RDMA_TIMEOUT=7s", "RDMA_HLOG_DIR=/tmp/h",
-		"RDMA_PEER=hostB:18515", "RDMA_CPUS=none", "RDMA_PEER_TOKEN=0123456789abcdef")
+		"RDMA_PEER=hostB:18515", "RDMA_CPUS=none", "RDMA_PEER_TOKEN=0123456789abcdef", "RDMA_SIGNAL_ALL=true", "RDMA_WARMUP=0")
 	assert.Empty(t, c.Registered, "nothing is registered on import")
 	assert.Empty(t, c.Err)
 	assert.Equal(t, Options{Device: "mlx9", Port: 2, GIDIndex: 3, Timeout: 7 * time.Second, HlogDir: "/tmp/h",
-		Peer: "hostB:18515", PeerToken: "0123456789abcdef", CPUs: "none"}, c.Opts)
+		Peer: "hostB:18515", PeerToken: "0123456789abcdef", CPUs: "none", SignalAll: true}, c.Opts)
 
 	c = child()
 	assert.Empty(t, c.Err)
-	assert.Equal(t, Options{Port: 1, GIDIndex: -1, Timeout: 10 * time.Second}, c.Opts, "the defaults")
+	assert.Equal(t, Options{Port: 1, GIDIndex: -1, Timeout: 10 * time.Second, Warmup: 1}, c.Opts, "the defaults")
 
-	c = child("RDMA_PORT=abc", "RDMA_TIMEOUT=fast")
+	c = child("RDMA_PORT=abc", "RDMA_TIMEOUT=fast", "RDMA_SIGNAL_ALL=sometimes", "RDMA_WARMUP=-1")
+	assert.Contains(t, c.Err, `RDMA_SIGNAL_ALL="sometimes" is not a boolean`)
+	assert.Contains(t, c.Err, "-rdma.warmup -1 is out of range 0 … 1000000")
 	assert.Contains(t, c.Err, `RDMA_PORT="abc" is not an integer`)
 	assert.Contains(t, c.Err, `RDMA_TIMEOUT="fast" is not a duration`)
 	assert.Equal(t, 1, c.Opts.Port, "the default")

@@ -149,6 +149,32 @@ func reportPercentiles(b *testing.B, r *Recorder) {
 	b.ReportMetric(float64(r.Max()), "max-ns")
 }
 
+// CyclePercentiles are the quantiles of the cycle samples a latency run
+// also reports: perftest's sample, from one post to the next (the whole
+// iteration), in the same geometry and halving as the p50-ns ….
+var CyclePercentiles = []struct {
+	P    float64
+	Unit string
+}{
+	{50, "cycle-p50-ns"}, {99, "cycle-p99-ns"},
+}
+
+// ReportCycles reports the cycle percentiles of r (cycle-p50-ns,
+// cycle-p99-ns) on b. A run of one round trip has no cycle and reports
+// none; samples beyond the histogram's range fail b.
+func ReportCycles(b *testing.B, r *Recorder) {
+	b.Helper()
+	if r == nil || r.Count() == 0 {
+		return
+	}
+	if r.overflow > 0 {
+		b.Fatalf("rdmatest: %d cycle samples exceeded the histogram's 100 s range", r.overflow)
+	}
+	for _, p := range CyclePercentiles {
+		b.ReportMetric(float64(r.Quantile(p.P)), p.Unit)
+	}
+}
+
 var (
 	hlogMu sync.Mutex
 	// held is the interval of the last call of a b.N benchmark, not yet
