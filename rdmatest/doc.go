@@ -10,9 +10,10 @@
 // package rdmatest/scenario; cmd/rdmapeer serves side B to another host
 // through package rdmatest/peer. All three stand on one engine, an
 // internal package: the metrics defined below are the same everywhere.
-// Pair, Side, Target, Recorder and the other types here are that engine's
-// types under their rdmatest names; go doc lists their methods with
-// `go doc ./rdmatest/internal/engine Side` (and so on).
+// Pair, Side, Target and the other types here are that engine's types
+// under their rdmatest names (Recorder is rdmatest/internal/hist's); go
+// doc lists their methods with `go doc ./rdmatest/internal/engine Side`
+// (and so on).
 //
 // # Device selection
 //
