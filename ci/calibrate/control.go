@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -24,52 +23,17 @@ import (
 // side, 64-byte slots, depths 128/512, one warm-up round trip, RTT/2
 // samples in the same HDR geometry) and its CPUs (requester on CPU 0,
 // passive side on CPU 1, as the benchmark pins them in the guest), the
-// GID index -control-gid (the benchmark's best GID; 1 on rxe).
-
-// controlSetup takes the control's GID index and CPUs from the
-// benchmark's own configuration lines (rdmatest.Config: rdma-gid-index,
-// rdma-cpus), so that it runs where the benchmark runs; -control-gid
-// overrides the GID index.
-func controlSetup(c *config, cfg [][2]string) error {
-	c.controlCPUs = [2]int{-1, -1}
-	for _, kv := range cfg {
-		switch kv[0] {
-		case "rdma-gid-index":
-			if c.controlGID < 0 {
-				n, err := strconv.Atoi(kv[1])
-				if err != nil {
-					return fmt.Errorf("the benchmark's rdma-gid-index %q is not a number", kv[1])
-				}
-				c.controlGID = n
-			}
-		case "rdma-cpus":
-			if m := cpusLine.FindStringSubmatch(kv[1]); m != nil {
-				c.controlCPUs[0], _ = strconv.Atoi(m[1])
-				if m[2] != "unpinned" {
-					c.controlCPUs[1], _ = strconv.Atoi(m[2])
-				}
-			}
-		}
-	}
-	if c.controlGID < 0 {
-		return fmt.Errorf("no GID index for the control: the benchmark's configuration has no rdma-gid-index (no device?); give -control-gid")
-	}
-	return nil
-}
-
-// cpusLine reads rdmatest's rdma-cpus line, e.g.
-// "requester=0,passive=1(numa-local),runtime=2-7".
-var cpusLine = regexp.MustCompile(`^requester=(\d+),passive=(\d+|unpinned)`)
+// GID index -control-gid (the benchmark's best GID; 1 on rxe). It
+// measures our own definition (post → answer, 1 WR in 32 signaled), so
+// its rows compare with the own-definition contestant O.
 
 // hasControl tells the scenarios the control can run: WRITE ping-pong.
 func hasControl(s scenario) bool { return s.program == "ib_write_lat" }
 
-// controlScenario labels the control's rows of s in the table.
-func controlScenario(s scenario) scenario {
-	s.name += " [C-only control]"
-	s.differs = "the benchmark's own C loops (verbs/loop.c) in a C-only process (ci/cping): same setup, samples, histogram and CPUs, no Go runtime"
-	return s
-}
+// controlName labels the control's rows of a scenario in the tables;
+// the control measures our own definition (post → answer), so its ratio
+// to perftest stands in the own-definition column, next to O's.
+func controlName(scenario string) string { return scenario + " [C-only control]" }
 
 // controlFigures returns p50 and p99 of one cping run's output in µs,
 // read with hdrhistogram-go as rdmatest reads its loops' counts.
@@ -135,13 +99,13 @@ func controlFigures(r io.Reader, figs []figure) ([]float64, error) {
 	out := make([]float64, len(figs))
 	for j, fg := range figs {
 		var p float64
-		switch fg.unit {
+		switch fg.own {
 		case "p50-ns":
 			p = 50
 		case "p99-ns":
 			p = 99
 		default:
-			return nil, fmt.Errorf("cping reports latencies only, not %s", fg.unit)
+			return nil, fmt.Errorf("cping reports latencies only (p50-ns, p99-ns), not %q", fg.own)
 		}
 		out[j] = fromBase(float64(h.ValueAtPercentile(p)), fg.display)
 	}
@@ -163,18 +127,18 @@ func hdrIndex(v int64) int {
 	return -1
 }
 
-// controlRun runs the C-only control once for s (its output kept as
-// <program>.cping.<run>) and returns its figures.
+// controlRun runs the C-only control once for s on the benchmark's CPUs
+// (its output kept as <stem>.<run>.C.cping) and returns its figures.
 func controlRun(ctx context.Context, c config, s scenario, run int) ([]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	cpuA, cpuB := strconv.Itoa(c.controlCPUs[0]), strconv.Itoa(c.controlCPUs[1])
+	cpuA, cpuB := strconv.Itoa(c.cpus[0]), strconv.Itoa(c.cpus[1])
 	args := []string{"-d", c.dev, "-i", strconv.Itoa(perftestPort), "-x", strconv.Itoa(c.controlGID),
 		"-s", strconv.Itoa(s.size), "-n", strconv.Itoa(c.iters), "-a", cpuA, "-b", cpuB}
 	cmd := exec.CommandContext(ctx, c.control, args...)
 	cmd.WaitDelay = waitDelay
 	out, err := cmd.Output()
-	path := filepath.Join(c.keep, fmt.Sprintf("%s.cping.%d", s.program, run))
+	path := filepath.Join(c.keep, fmt.Sprintf("%s.%d.C.cping", s.stem(), run))
 	if werr := os.WriteFile(path, out, 0o644); werr != nil && err == nil {
 		err = werr
 	}

@@ -53,32 +53,53 @@ func TestControlFigures(t *testing.T) {
 	assert.ErrorContains(t, err, "latencies only")
 }
 
-func TestControlSetup(t *testing.T) {
+// TestSetup: the CPUs come from the benchmark's rdma-cpus line always,
+// the GID index only for the control (unless -control-gid gives one).
+func TestSetup(t *testing.T) {
+	taskset := "/usr/bin/taskset" // a path set by the caller is not looked up
 	for _, tt := range []struct {
 		name    string
+		control string
 		gidFlag int
 		cfg     [][2]string
 		gid     int
 		cpus    [2]int
 		err     string
 	}{
-		{"the benchmark's GID and CPUs", -1, [][2]string{{"rdma-gid-index", "3"}, {"rdma-cpus", "requester=2,passive=3(numa-local),runtime=0-1"}}, 3, [2]int{2, 3}, ""},
-		{"-control-gid wins", 1, [][2]string{{"rdma-gid-index", "3"}, {"rdma-cpus", "requester=0,passive=1(allowed)"}}, 1, [2]int{0, 1}, ""},
-		{"passive unpinned", -1, [][2]string{{"rdma-gid-index", "0"}, {"rdma-cpus", "requester=4,passive=unpinned(allowed)"}}, 0, [2]int{4, -1}, ""},
-		{"nothing pinned", -1, [][2]string{{"rdma-gid-index", "0"}, {"rdma-cpus", "unpinned"}}, 0, [2]int{-1, -1}, ""},
-		{"no device", -1, [][2]string{{"rdma-device", "none"}}, 0, [2]int{}, "no rdma-gid-index"},
-		{"a bad GID line", -1, [][2]string{{"rdma-gid-index", "x"}}, 0, [2]int{}, `rdma-gid-index "x" is not a number`},
+		{"the benchmark's GID and CPUs", "cping", -1, [][2]string{{"rdma-gid-index", "3"}, {"rdma-cpus", "requester=2,passive=3(numa-local),runtime=0-1"}}, 3, [2]int{2, 3}, ""},
+		{"-control-gid wins", "cping", 1, [][2]string{{"rdma-gid-index", "3"}, {"rdma-cpus", "requester=0,passive=1(allowed)"}}, 1, [2]int{0, 1}, ""},
+		{"no control: no GID needed", "", -1, [][2]string{{"rdma-cpus", "requester=0,passive=1(allowed)"}}, -1, [2]int{0, 1}, ""},
+		{"passive unpinned", "cping", -1, [][2]string{{"rdma-gid-index", "0"}, {"rdma-cpus", "requester=4,passive=unpinned(allowed)"}}, 0, [2]int{4, -1}, ""},
+		{"nothing pinned", "cping", -1, [][2]string{{"rdma-gid-index", "0"}, {"rdma-cpus", "unpinned"}}, 0, [2]int{-1, -1}, ""},
+		{"no device", "", -1, [][2]string{{"rdma-device", "none"}}, 0, [2]int{}, "no rdma-cpus line"},
+		{"no GID for the control", "cping", -1, [][2]string{{"rdma-cpus", "unpinned"}}, 0, [2]int{}, "no rdma-gid-index"},
+		{"a bad GID line", "cping", -1, [][2]string{{"rdma-cpus", "unpinned"}, {"rdma-gid-index", "x"}}, 0, [2]int{}, `rdma-gid-index "x" is not a number`},
+		{"a bad CPU line", "", -1, [][2]string{{"rdma-cpus", "cpu0"}}, 0, [2]int{}, `rdma-cpus "cpu0": want requester=N,passive=M(…) or unpinned`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := config{controlGID: tt.gidFlag}
-			err := controlSetup(&c, tt.cfg)
+			c := config{control: tt.control, controlGID: tt.gidFlag, taskset: taskset}
+			err := setup(&c, tt.cfg)
 			if tt.err != "" {
 				assert.ErrorContains(t, err, tt.err)
 				return
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tt.gid, c.controlGID)
-			assert.Equal(t, tt.cpus, c.controlCPUs)
+			assert.Equal(t, tt.cpus, c.cpus)
 		})
 	}
+}
+
+// TestSetupNeedsTaskset: pinned CPUs without taskset on $PATH are
+// refused before anything runs, naming util-linux; unpinned ones need
+// none.
+func TestSetupNeedsTaskset(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	c := config{}
+	err := setup(&c, [][2]string{{"rdma-cpus", "requester=0,passive=1(allowed)"}})
+	assert.ErrorContains(t, err, "with taskset, from util-linux, which is not installed")
+	assert.ErrorContains(t, err, "perftest's client (requester) on CPU 0, its server (passive side) on CPU 1")
+	c = config{}
+	require.NoError(t, setup(&c, [][2]string{{"rdma-cpus", "unpinned"}}))
+	assert.Empty(t, c.taskset)
 }

@@ -3,66 +3,142 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 )
 
-// commonNotes are the definitions that differ in every scenario.
-var commonNotes = []string{
-	"A ratio above 1 means rdmabench measured a higher latency or a higher bandwidth.",
-	"MB/s = 10^6 bytes/s: perftest's BW average (MiB/s = 2^20 bytes/s, labelled [MB/sec] before perftest PR #257) × 1.048576.",
-	"perftest times with the TSC (cycles ÷ MHz from /proc/cpuinfo or its own calibration); rdmabench with Go's monotonic clock.",
-	"perftest's p50 is its t_typical (median of the samples left after dropping the 2 largest), its p99 the nearest rank of that trimmed array;",
-	"  rdmabench's p50-ns/p99-ns are quantiles of every sample in an HDR histogram (3 significant digits).",
+// remainingDifferences are the differences between perftest and the
+// like-for-like contestants that no option removes, printed once under
+// every table.
+var remainingDifferences = []string{
+	"Statistics: perftest sorts its iters−1 samples, drops the 2 largest and reports t_typical = the median of the rest (mean of the middle two) and 99% percentile = the sample of rank ceil(0.99·n) of that trimmed array; " +
+		"rdmabench keeps every sample (also iters−1 for cycle-p50-ns/cycle-p99-ns) in an HDR histogram (1 ns … 100 s, 3 significant digits) and reports the highest value equivalent to the sample of rank round(q·n), up to 0.1% above it.",
+	"Clock: perftest reads the TSC and divides by a calibrated MHz (-F: without the CPU-frequency warning); rdmabench reads CLOCK_MONOTONIC in ns.",
+	"Halving: RTT/2 on both for SEND and WRITE ping-pong (ib_send_lat, ib_write_lat; SendLat, WriteLat); the full round trip on both for READ and atomics.",
+	"Units: perftest prints µs and MiB/s (2^20 B/s; [MB/sec] before perftest PR #257); the tables show µs and MB/s = 10^6 B/s (perftest's value × 1.048576).",
+	"Code around the loop: perftest's loops (run_iter_lat*, run_iter_bw) run in a C process; rdmabench's (verbs/loop.c) in a Go process, whose runtime threads share the machine (the C-only control runs the same loop without Go).",
+	"Setup: each tool's own buffers, registrations and QP attributes (one QP per side, inline off: -I 0 / inline=false, busy polling on both); perftest exchanges its QP data over TCP on 127.0.0.1, rdmabench in one process.",
+	"Receiver bandwidth: perftest's ib_send_bw server row (the receiver, first to last receive completion) has no rdmabench counterpart (SendBW's delivered-msgs/s on UC and UD counts receives over the sender's time, side=responder's msgs/s runs from the requester's first post): send_bw shows it for information only, and UC/UD delivered bandwidth is not compared.",
+	"Own definition (O, not perftest's): post → the answer seen (SEND: its receive completion; WRITE: the answer's last byte in memory; READ, atomics: the completion polled), 1 WR in 32 signaled, receives reposted in batches, one warm-up round trip; shown to tell how far our definition lies from perftest's.",
 }
 
-// printTable writes the comparison.
-func printTable(w io.Writer, c config, rows []result) {
-	header := []string{"scenario", "figure", "perftest", "perftest column", "rdmabench", "rdmabench metric", "ratio", "ratio range"}
-	lines := make([][]string, 0, len(rows))
-	for _, r := range rows {
-		lines = append(lines, []string{
-			r.sc.name,
-			r.fig.label,
-			fmt.Sprintf("%.2f %s", r.perftest, r.fig.display),
-			fmt.Sprintf("%s %s %s", r.sc.program, r.sc.side, r.col),
-			fmt.Sprintf("%.2f %s", r.rdmabench, r.fig.display),
-			r.fig.unit,
-			fmt.Sprintf("%.2f", r.ratios.median),
-			fmt.Sprintf("%.2f–%.2f", r.ratios.min, r.ratios.max),
-		})
+// liveColumns are the columns of one calibration's table.
+var liveColumns = []string{"scenario", "figure", "perftest", "rdmabench", "ratio", "ratio range",
+	"perftest A/A", "rdmabench A/A", "own-definition ratio", "vs perftest A/A"}
+
+// cells formats r as a table line; calibrations, when not "", is the
+// rendered table's column of that name.
+func (r row) cells(calibrations string) []string {
+	val := func(v float64) string {
+		if math.IsNaN(v) {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f %s", v, r.unit)
 	}
-	if c.markdown {
+	ratio := func(v float64) string {
+		if math.IsNaN(v) {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f", v)
+	}
+	band := func(s spread) string {
+		if !s.ok {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f–%.2f", s.min, s.max)
+	}
+	med, verdict := "—", "—"
+	if r.like.ok {
+		med = ratio(r.like.median)
+		if r.perftestAA.ok {
+			verdict = "OUTSIDE"
+			if r.inside() {
+				verdict = "inside"
+			}
+		}
+	}
+	out := []string{r.scenario, r.figure, val(r.perftest), val(r.rdmabench), med, band(r.like),
+		band(r.perftestAA), band(r.oursAA), ratio(r.own)}
+	if calibrations != "" {
+		out = append(out, calibrations)
+	}
+	return append(out, verdict)
+}
+
+// writeTable writes a table as Markdown or as aligned text.
+func writeTable(w io.Writer, header []string, lines [][]string, markdown bool) {
+	if markdown {
 		fmt.Fprintln(w, "| "+strings.Join(header, " | ")+" |")
 		fmt.Fprintln(w, strings.Repeat("|---", len(header))+"|")
 		for _, l := range lines {
 			fmt.Fprintln(w, "| "+strings.Join(l, " | ")+" |")
 		}
-	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(header, "\t"))
-		for _, l := range lines {
-			fmt.Fprintln(tw, strings.Join(l, "\t"))
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, l := range lines {
+		fmt.Fprintln(tw, strings.Join(l, "\t"))
+	}
+	tw.Flush()
+}
+
+// printTable writes one calibration's table, its definitions, the
+// remaining differences and the per-scenario notes.
+func printTable(w io.Writer, rec *record, markdown bool) {
+	var lines [][]string
+	for _, r := range rec.rows() {
+		lines = append(lines, r.cells(""))
+	}
+	writeTable(w, liveColumns, lines, markdown)
+	fmt.Fprintf(w, "\n%d pairs per scenario, %d iterations per run (perftest -n %d; rdmabench -test.count 1 -test.benchtime %dx), device %s; %s.\n",
+		rec.Runs, rec.Iters, rec.Iters, rec.Iters, rec.Device, cpusText(rec.CPUs))
+	for _, l := range columnNotes {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintln(w, "\nRemaining differences between the tools:")
+	for _, d := range remainingDifferences {
+		fmt.Fprintf(w, "  - %s\n", d)
+	}
+	fmt.Fprintln(w, "\nPer scenario (perftest options vs the benchmark; what the like-for-like runs share; watched port counters that moved, from sysfs):")
+	for _, s := range rec.Scenarios {
+		fmt.Fprintf(w, "  %s: %s vs %s — %s\n", s.Name, s.Perftest, s.Bench, s.Differs)
+		for _, f := range s.Figures {
+			var ours []string
+			if f.LikeMetric != "" {
+				ours = append(ours, "like-for-like "+f.LikeMetric)
+			}
+			if f.OwnMetric != "" {
+				ours = append(ours, "own "+f.OwnMetric)
+			}
+			if len(ours) == 0 {
+				ours = append(ours, "no rdmabench figure")
+			}
+			fmt.Fprintf(w, "    %s: %s; %s\n", f.Label, f.PerftestColumn, strings.Join(ours, ", "))
 		}
-		tw.Flush()
+		fmt.Fprintf(w, "    retransmission/error counters moved (totals over the runs): perftest: %s; rdmabench: %s\n",
+			orNone(s.PerftestCounters), orNone(s.BenchCounters))
 	}
-	fmt.Fprintf(w, "\n%d interleaved pairs per scenario (perftest once and the benchmark once, perftest first in odd pairs and second in even ones), %d iterations per run (perftest -n %d, rdmabench -test.count 1 -test.benchtime %dx), device %s.\n",
-		c.runs, c.iters, c.iters, c.iters, c.dev)
-	fmt.Fprintln(w, "perftest, rdmabench = median of that side's runs; ratio = median over the pairs of rdmabench ÷ perftest (need not equal the quotient of the two medians); ratio range = min–max of those per-pair ratios.")
-	for _, n := range commonNotes {
-		fmt.Fprintln(w, n)
+}
+
+// columnNotes define the columns of one calibration's table.
+var columnNotes = []string{
+	"Contestants, in one rotation per pair (pair i starts with the i-th): latency P1 L1 P2 L2 O (and C, the C-only control, for write_lat with -control); bandwidth P1 B1 P2 B2.",
+	"  P1, P2: perftest; L1, L2: the benchmark like-for-like (-rdma.signal-all -rdma.warmup 0: cycle-p50-ns, cycle-p99-ns); O: the benchmark's own definition (default flags: p50-ns, p99-ns); B1, B2: the benchmark's stream (MB/s).",
+	"perftest = median of P1; rdmabench = median of L1 (B1); ratio = median of L1/P1 and L2/P2 (B1/P1, B2/P2) pooled over the pairs, ratio range their min–max;",
+	"perftest A/A = min–max of P2/P1 over the pairs, rdmabench A/A = of L2/L1 (B2/B1); own-definition ratio = median of O/P1 (the control's row: C/P1);",
+	"vs perftest A/A: inside when the ratio lies within perftest's A/A band (rdmabench differs from perftest no more than perftest from itself), else OUTSIDE. A ratio above 1: rdmabench measured more (latency or bandwidth).",
+}
+
+// cpusText says where the contestants ran, from the benchmark's rdma-cpus
+// line.
+func cpusText(line string) string {
+	cpus, err := parseCPUs(line)
+	if err != nil {
+		return "CPUs: " + line
 	}
-	fmt.Fprintln(w, "\nPer scenario (perftest options; what differs; watched port counters that moved, from sysfs):")
-	seen := map[string]bool{}
-	for _, r := range rows {
-		if seen[r.sc.name] {
-			continue
-		}
-		seen[r.sc.name] = true
-		fmt.Fprintf(w, "  %s: %s %s vs %s — %s", r.sc.name, r.sc.program, strings.Join(r.sc.args, " "), r.sc.bench, r.sc.differs)
-		fmt.Fprintf(w, "\n    retransmission/error counters moved (totals over the runs): perftest: %s; rdmabench: %s\n",
-			orNone(r.ptCount), orNone(r.counters))
-	}
+	return fmt.Sprintf("the benchmark's rdma-cpus %s: %s", line, pinText(cpus))
 }
 
 func orNone(s string) string {

@@ -3,37 +3,52 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/rdmabench/rdmabench/rdmatest/benchname"
 )
 
-// side is which perftest process's output holds the figure.
+// side is which perftest process's output holds a figure.
 type side string
 
 const (
-	client side = "client"
-	server side = "server"
+	client side = "client" // the requester: the program run with the server's address
+	server side = "server" // the passive side
 )
 
-// figure is one compared number: a perftest column and an rdmabench unit
-// that measure the same thing, both converted to one display unit.
+// figure is one compared number: a perftest column of one side's row and
+// the rdmabench units that measure it, all converted to one display unit.
 type figure struct {
-	label   string // "p50", "p99", "bandwidth"
-	column  string // perftest column name without its unit
-	unit    string // rdmabench unit, e.g. "p50-ns", "MB/s"
+	label  string // "p50", "p99", "bandwidth", …
+	side   side   // whose perftest row holds it
+	column string // perftest column name without its unit
+	// like is the rdmabench unit with perftest's definition, read from
+	// the like-for-like contestants (L1, L2 with -rdma.signal-all
+	// -rdma.warmup 0; B1, B2); "" = none: perftest's figure is shown for
+	// information, without a ratio.
+	like string
+	// own is the rdmabench unit of our own definition, read from the
+	// own-definition contestant O and the C-only control; "" = none.
+	own     string
 	display string // "µs" or "MB/s"
 }
 
 var (
 	latFigures = []figure{
-		{"p50", "t_typical", "p50-ns", "µs"},
-		{"p99", "99% percentile", "p99-ns", "µs"},
+		{label: "p50", side: client, column: "t_typical", like: "cycle-p50-ns", own: "p50-ns", display: "µs"},
+		{label: "p99", side: client, column: "99% percentile", like: "cycle-p99-ns", own: "p99-ns", display: "µs"},
 	}
 	bwFigures = []figure{
-		{"bandwidth", "BW average", "MB/s", "MB/s"},
+		{label: "bandwidth", side: client, column: "BW average", like: "MB/s", display: "MB/s"},
 	}
+	// sendBWFigures compare the requester (perftest's client row, first
+	// post → last send completion, with our requester's MB/s) and show
+	// perftest's receiver row (server: first to last receive completion)
+	// for information: rdmabench reports no figure of that definition.
+	sendBWFigures = append(slices.Clip(bwFigures),
+		figure{label: "receiver bandwidth (perftest only)", side: server, column: "BW average", display: "MB/s"})
 )
 
 // scenario is one perftest program with options matched to one rdmabench
@@ -43,67 +58,101 @@ type scenario struct {
 	program string         // perftest program
 	args    []string       // perftest options (besides -d, -F, -n)
 	size    int            // message size: the row of perftest's table
-	side    side           // whose report row is compared
 	bench   benchname.Name // full rdmabench sub-benchmark name (no -GOMAXPROCS)
 	figures []figure
-	// differs says how perftest's definitions differ from ours, beyond
-	// the common ones printed once under the table.
+	// differs says what the like-for-like contestants share with perftest
+	// in this scenario and what still differs, beyond the differences
+	// common to every scenario (remainingDifferences).
 	differs string
 }
 
+// latency tells a ping-pong (or one-at-a-time) latency scenario from a
+// stream.
+func (s scenario) latency() bool { return strings.HasSuffix(s.program, "_lat") }
+
+// stem names the scenario's kept outputs (its name without spaces).
+func (s scenario) stem() string { return strings.ReplaceAll(s.name, " ", "_") }
+
+// Notes of the latency scenarios: what the like-for-like contestants
+// (-rdma.signal-all -rdma.warmup 0, cycle-p50-ns/cycle-p99-ns) share with
+// perftest.
+const (
+	pingPongLike = "sample = post → next post ÷ 2 on both (perftest's tposted[i+1] − tposted[i], our cycle-p50-ns/cycle-p99-ns), every WR signaled and its completion awaited each iteration on both sides, no warm-up"
+	roundLike    = "sample = post → next post on both, full round trip, one operation outstanding, every WR signaled and awaited, no warm-up"
+)
+
 // scenarios are the perftest programs next to the benchmark of
 // bench_test/perftest_test.go that measures the same thing, with
-// perftest's options set to the benchmark's axes: -t = qd, -Q 1 =
-// signal=1 (perftest's default -Q 100 would signal one WR in 100), inline
-// off (rxe has none in perftest either), poll mode, one QP. READ and
-// atomic depth: -t 16 = qd=16 and perftest's -o left at its default, the
-// device's max_qp_rd_atom, as rdmabench leaves max_rd_atomic at the
-// device maximum; so at most 16 are outstanding on both.
+// perftest's options set to the benchmark's axes: -c = transport, -t =
+// qd, -Q 1 = signal=1 (perftest's default -Q 100 would signal one WR in
+// 100), inline off (rxe has none in perftest either), poll mode, one QP.
+// READ and atomic depth: -t 16 = qd=16 and perftest's -o left at its
+// default, the device's max_qp_rd_atom, as rdmabench leaves
+// max_rd_atomic at the device maximum; so at most 16 are outstanding on
+// both.
 var scenarios = []scenario{
 	{
-		name: "send_lat 8 B", program: "ib_send_lat", args: []string{"-s", "8", "-I", "0"}, size: 8, side: client,
+		name: "send_lat 8 B", program: "ib_send_lat", args: []string{"-s", "8", "-I", "0"}, size: 8,
 		bench:   mustName("SendLat/transport=RC/size=8/inline=false/mode=poll"),
 		figures: latFigures,
-		differs: "RTT/2 on both; perftest: post-to-post deltas (loop included), 2 largest dropped; ours: post → answer's receive completion, all samples",
+		differs: "RC; " + pingPongLike + ", one receive reposted per message",
 	},
 	{
-		name: "write_lat 8 B", program: "ib_write_lat", args: []string{"-s", "8", "-I", "0"}, size: 8, side: client,
+		name: "send_lat UC 8 B", program: "ib_send_lat", args: []string{"-c", "UC", "-s", "8", "-I", "0"}, size: 8,
+		bench:   mustName("SendLat/transport=UC/size=8/inline=false/mode=poll"),
+		figures: latFigures,
+		differs: "UC; " + pingPongLike + ", one receive reposted per message; a lost message ends a run on both (perftest waits, rdmabench's deadline fails it)",
+	},
+	{
+		name: "send_lat UD 8 B", program: "ib_send_lat", args: []string{"-c", "UD", "-s", "8", "-I", "0"}, size: 8,
+		bench:   mustName("SendLat/transport=UD/size=8/inline=false/mode=poll"),
+		figures: latFigures,
+		differs: "UD; " + pingPongLike + ", one receive reposted per message; -s 8 and size=8 are both the payload (each receive holds 40 more bytes for the GRH on both)",
+	},
+	{
+		name: "write_lat 8 B", program: "ib_write_lat", args: []string{"-s", "8", "-I", "0"}, size: 8,
 		bench:   mustName("WriteLat/transport=RC/size=8/inline=false"),
 		figures: latFigures,
-		differs: "RTT/2 on both; perftest: post-to-post deltas (loop included), 2 largest dropped; ours: post → last byte of the answer in memory, all samples",
+		differs: "RC; " + pingPongLike + "; each side spins on the last byte of its own buffer for the peer's WRITE",
 	},
 	{
-		name: "read_lat 8 B", program: "ib_read_lat", args: []string{"-s", "8"}, size: 8, side: client,
+		name: "read_lat 8 B", program: "ib_read_lat", args: []string{"-s", "8"}, size: 8,
 		bench:   mustName("ReadLat/transport=RC/size=8/mode=poll"),
 		figures: latFigures,
-		differs: "full round trip on both; perftest: post-to-post deltas, 2 largest dropped; ours: post → completion polled, all samples",
+		differs: "RC; " + roundLike + "; the passive side does nothing",
 	},
 	{
-		name: "atomic_lat fadd", program: "ib_atomic_lat", args: []string{"-A", "FETCH_AND_ADD"}, size: 8, side: client,
+		name: "atomic_lat fadd", program: "ib_atomic_lat", args: []string{"-A", "FETCH_AND_ADD"}, size: 8,
 		bench:   mustName("AtomicLat/op=fadd/transport=RC"),
 		figures: latFigures,
-		differs: "full round trip on both; perftest: post-to-post deltas, 2 largest dropped; ours: post → completion polled, all samples",
+		differs: "RC FETCH_AND_ADD on 8 bytes; " + roundLike,
 	},
 	{
-		name: "send_bw 4 KiB", program: "ib_send_bw", args: []string{"-s", "4096", "-t", "128", "-Q", "1"}, size: 4096, side: server,
+		name: "atomic_lat cas", program: "ib_atomic_lat", args: []string{"-A", "CMP_AND_SWAP"}, size: 8,
+		bench:   mustName("AtomicLat/op=cas/transport=RC"),
+		figures: latFigures,
+		differs: "RC CMP_AND_SWAP on 8 bytes; " + roundLike,
+	},
+	{
+		name: "send_bw 4 KiB", program: "ib_send_bw", args: []string{"-s", "4096", "-t", "128", "-Q", "1"}, size: 4096,
 		bench:   mustName("SendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false"),
-		figures: bwFigures,
-		differs: "perftest's send_bw figure is the receiver's (server row, first to last receive completion); ours is the requester's (first post → last send completion); rx depth 512 on both",
+		figures: sendBWFigures,
+		differs: "requester on both (perftest's client row, our MB/s): first post → last send completion, 128 outstanding, every WR signaled (-Q 1 = signal=1); rx depth 512 on both; perftest's server row (receiver, first to last receive completion) is shown for information only",
 	},
 	{
-		name: "write_bw 4 KiB", program: "ib_write_bw", args: []string{"-s", "4096", "-t", "128", "-Q", "1"}, size: 4096, side: client,
+		name: "write_bw 4 KiB", program: "ib_write_bw", args: []string{"-s", "4096", "-t", "128", "-Q", "1"}, size: 4096,
 		bench:   mustName("WriteBW/transport=RC/size=4096/qd=128/qps=1/inline=false/batch=1/signal=1"),
 		figures: bwFigures,
-		differs: "requester on both, first post → last completion",
+		differs: "requester on both, first post → last completion, 128 outstanding, every WR signaled (-Q 1 = signal=1)",
 	},
 	{
-		name: "read_bw 4 KiB", program: "ib_read_bw", args: []string{"-s", "4096", "-t", "16", "-Q", "1"}, size: 4096, side: client,
+		name: "read_bw 4 KiB", program: "ib_read_bw", args: []string{"-s", "4096", "-t", "16", "-Q", "1"}, size: 4096,
 		bench:   mustName("ReadBW/transport=RC/size=4096/qd=16"),
 		figures: bwFigures,
 		differs: "requester on both, first post → last completion; 16 outstanding (-t 16; -o = device max on both)",
 	},
 	{
-		name: "atomic_bw fadd", program: "ib_atomic_bw", args: []string{"-A", "FETCH_AND_ADD", "-t", "16", "-Q", "1"}, size: 8, side: client,
+		name: "atomic_bw fadd", program: "ib_atomic_bw", args: []string{"-A", "FETCH_AND_ADD", "-t", "16", "-Q", "1"}, size: 8,
 		bench:   mustName("AtomicBW/op=fadd/transport=RC/qd=16"),
 		figures: bwFigures,
 		differs: "requester on both, first post → last completion; 8 B per atomic; 16 outstanding",
@@ -181,7 +230,8 @@ func override(scs []scenario, size, qd int) ([]scenario, []string) {
 		if size > 0 && has("size") {
 			set("-s", "size", size)
 			s.size = size
-			s.name = strings.Fields(s.name)[0] + " " + strconv.Itoa(size) + " B"
+			f := strings.Fields(s.name) // "send_lat UC 8 B": the size is the last two words
+			s.name = strings.Join(append(f[:len(f)-2:len(f)-2], strconv.Itoa(size), "B"), " ")
 		}
 		if qd > 0 && has("qd") {
 			set("-t", "qd", qd)
