@@ -186,7 +186,7 @@ func TestSummarize(t *testing.T) {
 // fixtureRecord is a small calibration: write_lat (with the control) and
 // send_bw, 2 pairs.
 func fixtureRecord() *record {
-	return &record{Time: "2026-12-03T08:00:00Z",
+	return &record{Format: storeFormat, Time: "2026-12-03T08:00:00Z", Commit: "abc1234", BootID: "b", Kernel: "6.1.0-57-amd64",
 		Device: "rxe0", Iters: 5000, Runs: 2, CPUs: "requester=0,passive=1(numa-local)",
 		Scenarios: []scenarioRecord{
 			{Name: "write_lat 8 B", Perftest: "ib_write_lat -s 8 -I 0", Bench: "WriteLat/transport=RC/size=8/inline=false", Differs: "RC; like",
@@ -281,6 +281,10 @@ func TestUsageNamesTheValue(t *testing.T) {
 		{[]string{"-qd", "-1"}, "-qd -1: want 0..8192"},
 		{[]string{"-timeout", "-1s"}, "-timeout -1s: want a positive duration"},
 		{[]string{"extra"}, `arguments ["extra"]`},
+		{[]string{"-commit", "a/b"}, `-commit "a/b": want 1 to 64 letters, digits, '.', '_' or '-'`},
+		{[]string{"-store", "x"}, `-store "x" needs -commit`},
+		{[]string{"-render", "d", "-store", "x", "-commit", "c"}, `-render "d" prints stored calibrations and runs nothing: -commit, -store do not apply`},
+		{[]string{"-render", "d", "-only", "lat"}, "-only do not apply"},
 	} {
 		var stdout, stderr bytes.Buffer
 		assert.Equal(t, 2, run(tc.args, &stdout, &stderr), "%v", tc.args)

@@ -9,7 +9,8 @@
 //
 //	go test -c -o .cache/bench.test ./bench_test
 //	go build -o .cache/bin/calibrate ./ci/calibrate
-//	.cache/rxevm -- .cache/bin/calibrate [flags]
+//	.cache/rxevm -- .cache/bin/calibrate [flags] [-store docs/calibration -commit REV]
+//	calibrate -render docs/calibration [-markdown]   (no device: the table of every stored calibration)
 //
 // # Definitions
 //
@@ -88,11 +89,31 @@
 // perftest's A/A band, else OUTSIDE. A ratio above 1 means rdmabench
 // measured more (a higher latency or a higher bandwidth).
 //
-// Exit status: 0 table printed; 1 a program failed or printed no usable
-// figure (the output is kept under -keep and named); 2 usage.
+// # Stored calibrations and the rendered table
+//
+// With -store DIR (make calibrate passes docs/calibration) each
+// calibration is written, never overwriting (O_EXCL), as
+// DIR/<UTC time>-<commit>.json — format version 1: time, commit
+// (-commit), boot_id, kernel, device, iters, runs, cpus (the rdma-cpus
+// line), per scenario its perftest options, benchmark, contestant order
+// and moved counters, per figure every contestant's value of every pair
+// in the display unit, and the printed table — with the printed table as
+// the .txt beside it. -render DIR (no device needed) reads every *.json
+// in DIR, refusing, with the file's name, one it cannot read or of
+// another format version, and prints the table of ALL of them: per
+// scenario and figure the median over calibrations of the like-for-like
+// ratio and its min–max over calibrations, the A/A bands pooled over
+// every pair of every calibration, the median own-definition ratio and
+// the number of calibrations, under a line naming their dates and
+// commits. RenderStored is the same as a function.
+//
+// Exit status: 0 table printed (and stored); 1 a program failed or printed
+// no usable figure (the output is kept under -keep and named), or a
+// stored calibration could not be written or read; 2 usage.
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -122,17 +143,27 @@ type config struct {
 	benchArgs  []string // test binary flags that select the overridden points
 	control    string   // the C-only control program (ci/cping; "" = none)
 	controlGID int      // its GID index (-1: the benchmark's)
+	store      string   // directory of the stored calibrations ("" = none)
+	commit     string   // the commit measured (-commit)
+	render     string   // -render: the directory whose calibrations to render
 
 	// Found before the first run.
-	start    time.Time // UTC start of the calibration
-	cpusLine string    // the benchmark's rdma-cpus line
-	cpus     [2]int    // its requester's and passive side's CPUs (-1: unpinned)
-	taskset  string    // taskset's path (needed when a CPU is pinned)
+	start        time.Time // UTC start of the calibration
+	cpusLine     string    // the benchmark's rdma-cpus line
+	cpus         [2]int    // its requester's and passive side's CPUs (-1: unpinned)
+	taskset      string    // taskset's path (needed when a CPU is pinned)
+	bootID, kern string    // for the stored record
 }
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// Where -store reads the boot id and the kernel release.
+var (
+	bootIDPath    = "/proc/sys/kernel/random/boot_id"
+	osReleasePath = "/proc/sys/kernel/osrelease"
+)
 
 func run(args []string, stdout, stderr io.Writer) int {
 	c := config{cpus: [2]int{-1, -1}}
@@ -152,13 +183,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.control, "control", "", "the C-only control program (make calibrate builds .cache/bin/cping from ci/cping): a contestant of write_lat, rdmabench's own C loop without the Go runtime; \"\" = none")
 	fs.IntVar(&c.controlGID, "control-gid", -1, "GID index of the control (default: the benchmark's, from its rdma-gid-index line)")
 	fs.IntVar(&c.qd, "qd", 0, "queue depth for every streaming scenario (perftest -t; the benchmark's qd= point via -rdma.qd); 0: each scenario's own")
+	fs.StringVar(&c.store, "store", "", "directory to store this calibration in, as <UTC time>-<commit>.json and .txt (make calibrate passes docs/calibration); needs -commit")
+	fs.StringVar(&c.commit, "commit", "", "the commit measured, named in the stored file (make calibrate passes it)")
+	fs.StringVar(&c.render, "render", "", "print the table of every calibration stored in this directory and run nothing (no device needed)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if bad := c.check(fs); len(bad) > 0 {
-		fmt.Fprintf(stderr, "calibrate: %s\nusage: calibrate [flags]\n", strings.Join(bad, "; "))
+		fmt.Fprintf(stderr, "calibrate: %s\nusage: calibrate [flags] | calibrate -render DIR [-markdown]\n", strings.Join(bad, "; "))
 		fs.PrintDefaults()
 		return 2
+	}
+	if c.render != "" {
+		out, err := RenderStored(c.render, c.markdown)
+		if err != nil {
+			fmt.Fprintf(stderr, "calibrate: -render: %v\n", err)
+			return 1
+		}
+		fmt.Fprint(stdout, out)
+		return 0
 	}
 	scs, err := find(c.only)
 	if err != nil {
@@ -167,12 +210,35 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	scs, c.benchArgs = override(scs, c.size, c.qd)
 	c.start = time.Now().UTC()
+	if c.store != "" {
+		if err := c.storeSetup(); err != nil {
+			fmt.Fprintf(stderr, "calibrate: -store: %v\n", err)
+			return 1
+		}
+	}
 	rec, err := calibrate(context.Background(), &c, scs, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "calibrate: %v\n", err)
 		return 1
 	}
-	printTable(stdout, rec, c.markdown)
+	return finish(c, rec, stdout, stderr)
+}
+
+// finish prints the calibration's table and, with -store, stores the
+// calibration with that table; it returns the exit status.
+func finish(c config, rec *record, stdout, stderr io.Writer) int {
+	var table bytes.Buffer
+	printTable(&table, rec, c.markdown)
+	rec.Table = table.String()
+	fmt.Fprint(stdout, rec.Table)
+	if c.store != "" {
+		path, err := store(c.store, rec)
+		if err != nil {
+			fmt.Fprintf(stderr, "calibrate: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "calibrate: stored in %s (and .txt)\n", path)
+	}
 	return 0
 }
 
@@ -189,12 +255,44 @@ func (c *config) check(fs *flag.FlagSet) []string {
 		{c.size >= 0 && c.size <= 1<<20, fmt.Sprintf("-size %d: want 0..1048576", c.size)},
 		{c.qd >= 0 && c.qd <= 8192, fmt.Sprintf("-qd %d: want 0..8192", c.qd)},
 		{c.timeout > 0, fmt.Sprintf("-timeout %v: want a positive duration", c.timeout)},
+		{c.commit == "" || commitName.MatchString(c.commit), fmt.Sprintf("-commit %q: want 1 to 64 letters, digits, '.', '_' or '-' (it names the stored file)", c.commit)},
+		{c.store == "" || c.commit != "", fmt.Sprintf("-store %q needs -commit, the commit measured (make calibrate passes it)", c.store)},
 	} {
 		if !b.ok {
 			bad = append(bad, b.what)
 		}
 	}
+	if c.render != "" {
+		var runOnly []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "render" && f.Name != "markdown" {
+				runOnly = append(runOnly, "-"+f.Name)
+			}
+		})
+		if len(runOnly) > 0 {
+			bad = append(bad, fmt.Sprintf("-render %q prints stored calibrations and runs nothing: %s do not apply (only -markdown does)", c.render, strings.Join(runOnly, ", ")))
+		}
+	}
 	return bad
+}
+
+// storeSetup makes sure -store's directory exists and reads what the
+// stored record names of this machine, before anything runs.
+func (c *config) storeSetup() error {
+	if err := os.MkdirAll(c.store, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		path string
+		to   *string
+	}{{bootIDPath, &c.bootID}, {osReleasePath, &c.kern}} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return fmt.Errorf("the stored record needs it: %w", err)
+		}
+		*f.to = strings.TrimSpace(string(b))
+	}
+	return nil
 }
 
 // calibrate finds the device and the benchmark's CPUs, then runs every

@@ -1,8 +1,18 @@
 package main
 
-// record is one calibration: what its table is made from.
+// storeFormat is the version of the stored calibration format; -render
+// refuses any other.
+const storeFormat = 1
+
+// record is one calibration: what its table is made from, and what
+// -store writes (DIR/<UTC time>-<commit>.json, with the printed table
+// beside it as .txt).
 type record struct {
-	Time   string `json:"time"` // UTC start of the calibration, RFC 3339
+	Format int    `json:"format"`  // storeFormat
+	Time   string `json:"time"`    // UTC start of the calibration, RFC 3339
+	Commit string `json:"commit"`  // -commit: the commit measured
+	BootID string `json:"boot_id"` // /proc/sys/kernel/random/boot_id: same boot, same id
+	Kernel string `json:"kernel"`  // /proc/sys/kernel/osrelease (uname -r)
 	Device string `json:"device"`
 	Iters  int    `json:"iters"` // perftest -n, rdmabench -test.benchtime Nx
 	Runs   int    `json:"runs"`  // pairs per scenario: every array of values has this length

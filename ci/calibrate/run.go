@@ -25,7 +25,8 @@ import (
 func runAll(ctx context.Context, c config, scs []scenario, log io.Writer) (*record, error) {
 	fmt.Fprintf(log, "calibrate: device %s, %d iterations, %d pairs per scenario; %s; raw outputs in %s\n",
 		c.dev, c.iters, c.runs, pinText(c.cpus), c.keep)
-	rec := &record{Time: c.start.UTC().Format(time.RFC3339), Device: c.dev, Iters: c.iters, Runs: c.runs, CPUs: c.cpusLine}
+	rec := &record{Format: storeFormat, Time: c.start.UTC().Format(time.RFC3339), Commit: c.commit, BootID: c.bootID,
+		Kernel: c.kern, Device: c.dev, Iters: c.iters, Runs: c.runs, CPUs: c.cpusLine}
 	for _, s := range scs {
 		sr, err := runScenario(ctx, c, s, log)
 		if err != nil {

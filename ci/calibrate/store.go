@@ -1,0 +1,261 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// commitName is what -commit may be: it names the stored file.
+var commitName = regexp.MustCompile(`^[0-9A-Za-z._-]{1,64}$`)
+
+// storeName is a calibration's file name without its extension.
+func storeName(rec *record) (string, error) {
+	t, err := time.Parse(time.RFC3339, rec.Time)
+	if err != nil {
+		return "", fmt.Errorf("stored calibration time %q: %w", rec.Time, err)
+	}
+	return t.UTC().Format("20060102T150405Z") + "-" + rec.Commit, nil
+}
+
+// store writes rec as DIR/<UTC time>-<commit>.json and its table as the
+// .txt beside it, never overwriting a file (O_EXCL); it returns the JSON
+// file's path.
+func store(dir string, rec *record) (string, error) {
+	name, err := storeName(rec)
+	if err != nil {
+		return "", err
+	}
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode the calibration: %w", err)
+	}
+	base := filepath.Join(dir, name)
+	if err := createNew(base+".json", append(data, '\n')); err != nil {
+		return "", err
+	}
+	if err := createNew(base+".txt", []byte(rec.Table)); err != nil {
+		return "", err
+	}
+	return base + ".json", nil
+}
+
+// createNew writes a file that must not exist yet.
+func createNew(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("store the calibration: %w", err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("store the calibration in %s: %w", path, err)
+	}
+	return nil
+}
+
+// load reads every stored calibration (*.json) in dir, oldest first. It
+// refuses, naming the file, one it cannot read or parse, of another
+// format version, or whose values do not fit its own runs.
+func load(dir string) ([]record, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	if len(paths) == 0 {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("stored calibrations: %w", err)
+		}
+		return nil, fmt.Errorf("no stored calibration (*.json) in %s", dir)
+	}
+	var recs []record
+	for _, p := range paths {
+		rec, err := loadOne(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		recs = append(recs, rec)
+	}
+	slices.SortStableFunc(recs, func(a, b record) int { return strings.Compare(a.Time, b.Time) })
+	return recs, nil
+}
+
+func loadOne(path string) (record, error) {
+	var rec record
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return rec, err
+	}
+	// The version first, so that a future format is named as such rather
+	// than as a field that does not parse.
+	var v struct {
+		Format *int `json:"format"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return rec, fmt.Errorf("not a stored calibration: %w", err)
+	}
+	if v.Format == nil || *v.Format != storeFormat {
+		got := "none"
+		if v.Format != nil {
+			got = fmt.Sprint(*v.Format)
+		}
+		return rec, fmt.Errorf("format version %s: this calibrate reads version %d", got, storeFormat)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		return rec, fmt.Errorf("not a stored calibration of format %d: %w", storeFormat, err)
+	}
+	return rec, rec.check()
+}
+
+// check refuses a record whose fields the render needs are missing or
+// inconsistent.
+func (rec *record) check() error {
+	if _, err := time.Parse(time.RFC3339, rec.Time); err != nil {
+		return fmt.Errorf("time %q is not RFC 3339", rec.Time)
+	}
+	if rec.Runs < 1 {
+		return fmt.Errorf("runs %d: want at least 1", rec.Runs)
+	}
+	if len(rec.Scenarios) == 0 {
+		return errors.New("no scenarios")
+	}
+	for _, s := range rec.Scenarios {
+		if s.Name == "" || len(s.Figures) == 0 {
+			return fmt.Errorf("scenario %q: no name or no figures", s.Name)
+		}
+		for _, f := range s.Figures {
+			for _, id := range []string{"P1", "P2"} {
+				if _, ok := f.Values[id]; !ok {
+					return fmt.Errorf("scenario %q, figure %q: no %s values", s.Name, f.Label, id)
+				}
+			}
+			for id, vs := range f.Values {
+				if len(vs) != rec.Runs {
+					return fmt.Errorf("scenario %q, figure %q: %s has %d values, runs is %d", s.Name, f.Label, id, len(vs), rec.Runs)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// RenderStored renders the table of every calibration stored in dir (as
+// -store writes them), never a picked one: per scenario and figure the
+// median over calibrations of the like-for-like ratio, its min–max over
+// calibrations, the A/A bands pooled over every pair of every
+// calibration, the median own-definition ratio and the number of
+// calibrations, under a header line naming the calibrations' dates and
+// commits. markdown selects a Markdown table (for the README) over
+// aligned text. It fails, naming the file, on a file it cannot read or
+// of an unknown format version.
+func RenderStored(dir string, markdown bool) (string, error) {
+	recs, err := load(dir)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	renderTable(&b, recs, markdown)
+	return b.String(), nil
+}
+
+// renderTable writes the table of recs (oldest first).
+func renderTable(w io.Writer, recs []record, markdown bool) {
+	type agg struct {
+		first                                      row
+		n                                          int
+		pt, rb, like, own                          []float64 // one per calibration
+		likeRatios, perftestAARatios, oursAARatios []float64 // pooled over calibrations
+	}
+	var keys []string
+	byKey := map[string]*agg{}
+	for _, rec := range recs {
+		for _, r := range rec.rows() {
+			k := r.scenario + "\x00" + r.figure
+			a := byKey[k]
+			if a == nil {
+				a = &agg{first: r}
+				byKey[k] = a
+				keys = append(keys, k)
+			}
+			a.n++
+			a.pt = append(a.pt, r.perftest)
+			a.rb = appendFinite(a.rb, r.rdmabench)
+			a.own = appendFinite(a.own, r.own)
+			if r.like.ok {
+				a.like = append(a.like, r.like.median)
+			}
+			a.likeRatios = append(a.likeRatios, r.likeRatios...)
+			a.perftestAARatios = append(a.perftestAARatios, r.perftestAARatios...)
+			a.oursAARatios = append(a.oursAARatios, r.oursAARatios...)
+		}
+	}
+	var lines [][]string
+	for _, k := range keys {
+		a := byKey[k]
+		r := a.first
+		r.perftest, r.rdmabench, r.own = median(a.pt), median(a.rb), median(a.own)
+		r.like = spreadOf(a.like) // median and min–max over the calibrations
+		r.perftestAA, r.oursAA = spreadOf(a.perftestAARatios), spreadOf(a.oursAARatios)
+		lines = append(lines, r.cells(fmt.Sprint(a.n)))
+	}
+	fmt.Fprintln(w, renderHeader(recs))
+	fmt.Fprintln(w)
+	writeTable(w, renderColumns, lines, markdown)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "perftest, rdmabench = medians over the calibrations of each calibration's median (of P1; of L1 or B1); ratio = median over the calibrations of each one's like-for-like ratio, ratio range = their min–max;")
+	fmt.Fprintln(w, "the A/A bands = min–max of P2/P1 and of L2/L1 (B2/B1) over every pair of every calibration; own-definition ratio = median over the calibrations of each one's median O/P1; inside: the ratio lies within perftest's A/A band.")
+}
+
+// renderColumns are the columns of the rendered table.
+var renderColumns = []string{"scenario", "figure", "perftest", "rdmabench", "ratio (median of calibrations)", "ratio range (calibrations)",
+	"perftest A/A", "rdmabench A/A", "own-definition ratio", "calibrations", "vs perftest A/A"}
+
+// renderHeader says how many calibrations the table comes from, their
+// dates and commits, and what they ran on.
+func renderHeader(recs []record) string {
+	var each []string
+	devices, setups := map[string]bool{}, map[string]bool{}
+	var devList, setupList []string
+	for _, r := range recs {
+		t, _ := time.Parse(time.RFC3339, r.Time)
+		each = append(each, fmt.Sprintf("%s (%s)", t.UTC().Format("2006-01-02"), r.Commit))
+		d := fmt.Sprintf("%s, kernel %s", r.Device, r.Kernel)
+		if !devices[d] {
+			devices[d] = true
+			devList = append(devList, d)
+		}
+		s := fmt.Sprintf("%d %s × %d iterations", r.Runs, plural(r.Runs, "pair"), r.Iters)
+		if !setups[s] {
+			setups[s] = true
+			setupList = append(setupList, s)
+		}
+	}
+	return fmt.Sprintf("%d %s: %s; %s; %s.", len(recs), plural(len(recs), "calibration"), strings.Join(each, ", "),
+		strings.Join(devList, "; "), strings.Join(setupList, "; "))
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+func appendFinite(v []float64, x float64) []float64 {
+	if x != x { // NaN: none
+		return v
+	}
+	return append(v, x)
+}
