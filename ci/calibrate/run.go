@@ -291,6 +291,9 @@ func benchRun(ctx context.Context, c config, s scenario, run int, ct contestant,
 			return nil, fmt.Errorf("%s ran with rdma-cpus %q, but perftest is pinned from %q (%s); output in %s", what, line, c.cpusLine, pinText(c.cpus), keep)
 		}
 	}
+	if err := checkLatencyWork(got[0], s, ct); err != nil {
+		return nil, fmt.Errorf("%s %w; output in %s", what, err, keep)
+	}
 	byUnit := map[string]float64{}
 	for _, v := range got[0].Values {
 		unit, val := v.Unit, v.Value
@@ -322,6 +325,28 @@ func benchRun(ctx context.Context, c config, s scenario, run int, ct contestant,
 		vals[j] = fromBase(benchBase(v, unit), f.display)
 	}
 	return vals, nil
+}
+
+// checkLatencyWork checks, where the benchmark prints them (rdmatest's
+// rdma-signal-all and rdma-warmup configuration lines), that a latency
+// run did the work its contestant stands for: the like-for-like runs
+// perftest's (signal-all true, warm-up 0), the own-definition run ours
+// (signal-all false), whatever RDMA_SIGNAL_ALL or RDMA_WARMUP say in the
+// environment.
+func checkLatencyWork(r *benchfmt.Result, s scenario, ct contestant) error {
+	if !s.latency() {
+		return nil
+	}
+	want := [][2]string{{"rdma-signal-all", strconv.FormatBool(ct.kind == kindLike)}}
+	if ct.kind == kindLike {
+		want = append(want, [2]string{"rdma-warmup", "0"})
+	}
+	for _, kv := range want {
+		if got := r.GetConfig(kv[0]); got != "" && got != kv[1] {
+			return fmt.Errorf("ran with %s %s, want %s (RDMA_SIGNAL_ALL or RDMA_WARMUP set?)", kv[0], got, kv[1])
+		}
+	}
+	return nil
 }
 
 // perftestPort is the port perftest uses by default (-i 1).

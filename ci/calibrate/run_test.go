@@ -305,6 +305,32 @@ func TestNoUsableFigure(t *testing.T) {
 	}
 }
 
+// TestLatencyWorkChecked: a latency run whose configuration lines say it
+// did not do its contestant's work (the environment overrode the flags)
+// is refused.
+func TestLatencyWorkChecked(t *testing.T) {
+	for _, tt := range []struct {
+		name, lines, want string
+	}{
+		{"own run signaled all", `[ $n = 3 ] && echo "rdma-signal-all: true"`, "(O, pair 1/1) ran with rdma-signal-all true, want false"},
+		{"like run warmed up", `[ $n = 1 ] && echo "rdma-warmup: 5"`, "(L1, pair 1/1) ran with rdma-warmup 5, want 0"},
+		{"as asked", `[ $n = 3 ] && echo "rdma-signal-all: false" || { echo "rdma-signal-all: true"; echo "rdma-warmup: 0"; }`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			fakePerftest(t, dir, "ib_write_lat", "10 100", "11 110")
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "bench-values"), []byte("1 1 1 1\n1 1 1 1\n1 1 1 1\n"), 0o644))
+			c := testConfig(dir, fakeBench(t, dir, "cpus=unpinned\n"+tt.lines+"\n"+latOutput), 1)
+			_, err := runScenario(context.Background(), c, scenarioNamed(t, "write_lat 8 B"), io.Discard)
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
 func TestBenchFailureIsReported(t *testing.T) {
 	dir := t.TempDir()
 	bench := fakePair(t, dir, `
