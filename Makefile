@@ -27,7 +27,7 @@ BENCH_TIMEOUT := 3h
 endif
 STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: all deps build test unit devtest vmtest fuzz bench compare plots calibrate clean
+.PHONY: all deps build test unit devtest vmtest fuzz bench compare plots calibrate calibration-table clean
 
 all: build
 
@@ -108,15 +108,26 @@ plots:
 		grep '\.svg$$' | awk '{ print } END { if (NR) printf "make plots: %d charts in $(PLOTS)/, each as .svg (above) and .png\n", NR }'
 
 # make calibrate: perftest and the matching rdmabench benchmarks on the
-# same device in one session, side by side (go doc ./ci/calibrate), with
-# the C-only control (ci/cping: the benchmark's C loop without Go) as a
-# third contestant of write_lat.
+# same device in one session, interleaved, like for like and each against
+# itself (go doc ./ci/calibrate), with the C-only control (ci/cping: the
+# benchmark's C loop without Go) as a contestant of write_lat. Each run is
+# stored in docs/calibration/ under its time and commit (commit it: the
+# README's table is rendered from all of them: make calibration-table).
+# A tree with uncommitted changes is stored as <commit>-dirty.
 CALIBRATE_FLAGS ?=
+CALIBRATE_COMMIT = $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
 calibrate: build
 	go test -c -o .cache/bench.test ./bench_test
 	go build -o .cache/bin/calibrate ./ci/calibrate
 	gcc -O2 -Wall -Wextra -Werror -o .cache/bin/cping ci/cping/cping.c verbs/loop.c -libverbs -lpthread -lm
-	$(RXEVM) $(RXEVM_FLAGS) -- .cache/bin/calibrate -bench .cache/bench.test -control .cache/bin/cping $(CALIBRATE_FLAGS)
+	@mkdir -p docs/calibration
+	$(RXEVM) $(RXEVM_FLAGS) -- .cache/bin/calibrate -bench .cache/bench.test -control .cache/bin/cping \
+		-store docs/calibration -commit $(CALIBRATE_COMMIT) $(CALIBRATE_FLAGS)
+
+# make calibration-table: the README's performance table, rendered from
+# every stored calibration (no device needed).
+calibration-table:
+	go run ./ci/calibrate -render docs/calibration -markdown
 
 clean:
 	rm -rf .cache
