@@ -8,13 +8,7 @@ set -uo pipefail
 export RDMA_REQUIRE=1
 root=$(pwd)
 status=0
-# Huge pages for BenchmarkRegMR's page=huge points (-short registers up
-# to 1 MiB): reserved where this session may (the guest is root; a
-# native machine keeps its own setting). Without them those points skip,
-# and ci/skips.sh fails the pass.
-if [[ -w /proc/sys/vm/nr_hugepages ]] && (($(cat /proc/sys/vm/nr_hugepages) < 8)); then
-	echo 8 >/proc/sys/vm/nr_hugepages || true
-fi
+bash "$root/ci/hugepages.sh" # RegMR's page=huge points run instead of skipping
 # checked RC OUTPUT REGEX WHY — RC, or 1 (with "FAIL: WHY") when a
 # command that exited 0 printed no line matching REGEX.
 checked() {
