@@ -146,6 +146,7 @@ type config struct {
 	store      string   // directory of the stored calibrations ("" = none)
 	commit     string   // the commit measured (-commit)
 	render     string   // -render: the directory whose calibrations to render
+	readme     string   // -readme: the file whose table -render replaces
 
 	// Found before the first run.
 	start        time.Time // UTC start of the calibration
@@ -186,6 +187,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.store, "store", "", "directory to store this calibration in, as <UTC time>-<commit>.json and .txt (make calibrate passes docs/calibration); needs -commit")
 	fs.StringVar(&c.commit, "commit", "", "the commit measured, named in the stored file (make calibrate passes it)")
 	fs.StringVar(&c.render, "render", "", "print the table of every calibration stored in this directory and run nothing (no device needed)")
+	fs.StringVar(&c.readme, "readme", "", "with -render: replace the table between the calibration-table markers of this Markdown file (make calibration-table: README.md) instead of printing it")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -195,7 +197,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if c.render != "" {
-		out, err := RenderStored(c.render, c.markdown)
+		out, err := RenderStored(c.render, c.markdown || c.readme != "")
+		if err == nil && c.readme != "" {
+			err = replaceTableIn(c.readme, out)
+			out = fmt.Sprintf("calibrate: %s: the table rendered from %s\n", c.readme, c.render)
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "calibrate: -render: %v\n", err)
 			return 1
@@ -262,15 +268,18 @@ func (c *config) check(fs *flag.FlagSet) []string {
 			bad = append(bad, b.what)
 		}
 	}
+	if c.readme != "" && c.render == "" {
+		bad = append(bad, fmt.Sprintf("-readme %q needs -render DIR (the calibrations whose table it takes)", c.readme))
+	}
 	if c.render != "" {
 		var runOnly []string
 		fs.Visit(func(f *flag.Flag) {
-			if f.Name != "render" && f.Name != "markdown" {
+			if f.Name != "render" && f.Name != "markdown" && f.Name != "readme" {
 				runOnly = append(runOnly, "-"+f.Name)
 			}
 		})
 		if len(runOnly) > 0 {
-			bad = append(bad, fmt.Sprintf("-render %q prints stored calibrations and runs nothing: %s do not apply (only -markdown does)", c.render, strings.Join(runOnly, ", ")))
+			bad = append(bad, fmt.Sprintf("-render %q prints stored calibrations and runs nothing: %s do not apply (only -markdown and -readme do)", c.render, strings.Join(runOnly, ", ")))
 		}
 	}
 	return bad

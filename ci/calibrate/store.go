@@ -215,6 +215,12 @@ func renderTable(w io.Writer, recs []record, markdown bool) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "perftest, rdmabench = medians over the calibrations of each calibration's median (of P1; of L1 or B1); ratio = median over the calibrations of each one's like-for-like ratio, ratio range = their min–max;")
 	fmt.Fprintln(w, "the A/A bands = min–max of P2/P1 and of L2/L1 (B2/B1) over every pair of every calibration; own-definition ratio = median over the calibrations of each one's median O/P1; inside: the ratio lies within perftest's A/A band.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Remaining differences between the tools:")
+	fmt.Fprintln(w)
+	for _, d := range remainingDifferences {
+		fmt.Fprintf(w, "- %s\n", d)
+	}
 }
 
 // renderColumns are the columns of the rendered table.
@@ -258,4 +264,42 @@ func appendFinite(v []float64, x float64) []float64 {
 		return v
 	}
 	return append(v, x)
+}
+
+// The rendered table of a Markdown file (README.md) lies between these
+// lines; -render -readme FILE replaces what is between them, and
+// TestREADMETableIsRendered checks the README's.
+const (
+	tableBegin = "<!-- begin: make calibration-table (rendered from every calibration in docs/calibration; do not edit) -->\n"
+	tableEnd   = "<!-- end: make calibration-table -->\n"
+)
+
+// tableIn returns what lies between the markers of doc.
+func tableIn(doc string) (string, error) {
+	_, rest, ok := strings.Cut(doc, tableBegin)
+	if !ok {
+		return "", fmt.Errorf("no line %q", strings.TrimSpace(tableBegin))
+	}
+	table, _, ok := strings.Cut(rest, tableEnd)
+	if !ok {
+		return "", fmt.Errorf("no line %q after the begin marker", strings.TrimSpace(tableEnd))
+	}
+	return table, nil
+}
+
+// replaceTableIn replaces the table between the markers of the file at
+// path with table.
+func replaceTableIn(path, table string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	doc := string(b)
+	old, err := tableIn(doc)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	i := strings.Index(doc, tableBegin) + len(tableBegin)
+	doc = doc[:i] + table + doc[i+len(old):]
+	return os.WriteFile(path, []byte(doc), 0o644)
 }
