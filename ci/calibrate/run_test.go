@@ -75,6 +75,16 @@ func fakeBench(t *testing.T, dir, body string) string {
 dir=$(dirname "$0")
 echo "bench $*" >>"$dir/order"
 n=$(($(cat "$dir/count" 2>/dev/null || echo 0) + 1)); echo $n >"$dir/count"
+# As rdmatest does: the work's configuration lines where the flags move
+# it from the defaults (unless the test prints its own).
+if [ -z "$FAKE_OWN_WORK_LINES" ]; then
+	prev=
+	for a in "$@"; do
+		[ "$a" = -rdma.signal-all ] && echo "rdma-signal-all: true"
+		[ "$prev" = -rdma.warmup ] && [ "$a" != 1 ] && echo "rdma-warmup: $a"
+		prev=$a
+	done
+fi
 `+body)
 }
 
@@ -312,11 +322,16 @@ func TestLatencyWorkChecked(t *testing.T) {
 	for _, tt := range []struct {
 		name, lines, want string
 	}{
-		{"own run signaled all", `[ $n = 3 ] && echo "rdma-signal-all: true"`, "(O, pair 1/1) ran with rdma-signal-all true, want false"},
-		{"like run warmed up", `[ $n = 1 ] && echo "rdma-warmup: 5"`, "(L1, pair 1/1) ran with rdma-warmup 5, want 0"},
-		{"as asked", `[ $n = 3 ] && echo "rdma-signal-all: false" || { echo "rdma-signal-all: true"; echo "rdma-warmup: 0"; }`, ""},
+		// rdmatest prints the lines only where they differ from the
+		// defaults: the like-for-like runs (1 and 2 here) print both,
+		// the own-definition run (3) neither.
+		{"own run signaled all", `if [ $n = 3 ]; then echo "rdma-signal-all: true"; else echo "rdma-signal-all: true"; echo "rdma-warmup: 0"; fi`, `(O, pair 1/1) ran with rdma-signal-all "true", want false`},
+		{"like run warmed up", `if [ $n = 1 ]; then echo "rdma-signal-all: true"; echo "rdma-warmup: 5"; elif [ $n != 3 ]; then echo "rdma-signal-all: true"; echo "rdma-warmup: 0"; fi`, `(L1, pair 1/1) ran with rdma-warmup "5", want 0`},
+		{"like run without its line", `if [ $n != 3 ]; then echo "rdma-warmup: 0"; fi`, `(L1, pair 1/1) ran with rdma-signal-all "", want true`},
+		{"as asked", `if [ $n != 3 ]; then echo "rdma-signal-all: true"; echo "rdma-warmup: 0"; fi`, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("FAKE_OWN_WORK_LINES", "1")
 			dir := t.TempDir()
 			fakePerftest(t, dir, "ib_write_lat", "10 100", "11 110")
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "bench-values"), []byte("1 1 1 1\n1 1 1 1\n1 1 1 1\n"), 0o644))

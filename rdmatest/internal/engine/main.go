@@ -123,8 +123,17 @@ func Config() [][2]string {
 	}
 	cfg = append(cfg, [2]string{"kernel", kernelRelease()}, [2]string{"rdma-core", rdmaCoreVersion()})
 	if o, err := flags.Opts(); err == nil {
-		// How latency runs work and start (rdmatest's doc: the samples).
-		cfg = append(cfg, [2]string{"rdma-signal-all", strconv.FormatBool(o.SignalAll)}, [2]string{"rdma-warmup", strconv.Itoa(o.Warmup)})
+		// How latency runs work and start (rdmatest's doc: the samples),
+		// only where they differ from the defaults: a run with other
+		// work is another configuration (benchstat and the gate pair
+		// results by it), while default runs stay comparable with the
+		// files of builds that printed neither line.
+		if o.SignalAll {
+			cfg = append(cfg, [2]string{"rdma-signal-all", "true"})
+		}
+		if o.Warmup != 1 {
+			cfg = append(cfg, [2]string{"rdma-warmup", strconv.Itoa(o.Warmup)})
+		}
 	}
 	cfg = append(cfg, slowConfig()...)
 	if os.Getenv("RDMA_IN_VM") == "1" {
