@@ -25,11 +25,17 @@ var histGeometry = func() verbs.HistGeometry {
 // array, laid out as hdrhistogram-go's for the same geometry, is
 // imported and merged (outside the timed region).
 func importLoop(r *hist.Recorder, l *verbs.Loop, res verbs.LoopResult) error {
+	return importCounts(r, l.Counts, res.Samples, res.Overflow)
+}
+
+// importCounts adds to r the counts array read copies out of a C loop
+// (samples of them, overflow above the histogram's range).
+func importCounts(r *hist.Recorder, read func([]int64) error, samples, overflow int64) error {
 	counts := make([]int64, histGeometry.CountsLen())
-	if err := l.Counts(counts); err != nil {
+	if err := read(counts); err != nil {
 		return err
 	}
-	return r.AddCounts(counts, res.Samples, res.Overflow)
+	return r.AddCounts(counts, samples, overflow)
 }
 
 // importCycles returns the cycle samples of the ping loop l (perftest's
@@ -39,12 +45,8 @@ func importCycles(l *verbs.Loop, res verbs.LoopResult) (*hist.Recorder, error) {
 	if want := max(res.Samples-1, 0); res.CycleSamples != want {
 		return nil, fmt.Errorf("rdmatest: verification: the loop recorded %d cycle samples for %d round trips, expected %d", res.CycleSamples, res.Samples, want)
 	}
-	counts := make([]int64, histGeometry.CountsLen())
-	if err := l.CycleCounts(counts); err != nil {
-		return nil, err
-	}
 	r := hist.NewRecorder()
-	if err := r.AddCounts(counts, res.CycleSamples, res.CycleOverflow); err != nil {
+	if err := importCounts(r, l.CycleCounts, res.CycleSamples, res.CycleOverflow); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -159,8 +161,9 @@ func onPinnedThread(cpu int, run func() error) error {
 
 // loopPreemptions counts how often the timed loops' threads were
 // preempted — involuntary context switches (cpus.ThreadPreemptions) —
-// over their runs: each loop's thread adds its own when its run ends. A spinning loop gives its CPU away only when the kernel takes
-// it: every count is a time the loop stopped for another thread (a Go
+// over their runs: each loop's thread adds its own when its run ends. A
+// spinning loop gives its CPU away only when the kernel takes it: every
+// count is a time the loop stopped for another thread (a Go
 // runtime thread, another process, a kernel thread), which lands in the
 // samples of that moment.
 var loopPreemptions atomic.Int64
