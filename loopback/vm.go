@@ -26,11 +26,14 @@ import (
 // GuestModules are the kernel modules the guest loads, in this order: virtio
 // PCI and 9p for the shared file systems, crc32_generic (rxe computes its
 // ICRC with the crc32 crypto transform; without it `rdma link add` fails
-// with ENOENT), the RDMA core, rxe, and veth for the netdev under rxe.
+// with ENOENT), the RDMA core, the connection managers (ib_cm, iw_cm,
+// rdma_cm with its configfs, and rdma_ucm for librdmacm's
+// /dev/infiniband/rdma_cm: -rdma.cm), rxe, and veth for the netdev under
+// rxe.
 var GuestModules = []string{
 	"virtio_ring", "virtio", "virtio_pci_legacy_dev", "virtio_pci_modern_dev", "virtio_pci",
 	"netfs", "fscache", "9pnet", "9pnet_virtio", "9p",
-	"crc32_generic", "ib_core", "ib_uverbs", "udp_tunnel", "ip6_udp_tunnel", "rdma_rxe", "veth",
+	"crc32_generic", "ib_core", "ib_uverbs", "configfs", "ib_cm", "iw_cm", "rdma_cm", "rdma_ucm", "udp_tunnel", "ip6_udp_tunnel", "rdma_rxe", "veth",
 }
 
 // Job is what the guest runs.
