@@ -100,9 +100,9 @@ func TestRotate(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	assert.Equal(t, "P1 L1 P2 L2 O C", ids(cs))
+	assert.Equal(t, "P1 L1 P2 L2 O C CL", ids(cs))
 	firsts := map[string]bool{}
-	for i, want := range []string{"P1 L1 P2 L2 O C", "L1 P2 L2 O C P1", "P2 L2 O C P1 L1", "C P1 L1 P2 L2 O", "P1 L1 P2 L2 O C"} {
+	for i, want := range []string{"P1 L1 P2 L2 O C CL", "L1 P2 L2 O C CL P1", "P2 L2 O C CL P1 L1", "C CL P1 L1 P2 L2 O", "CL P1 L1 P2 L2 O C"} {
 		pair := []int{0, 1, 2, 5, 6}[i]
 		got := rotate(cs, pair)
 		assert.Equal(t, want, ids(got), "pair %d", pair+1)
@@ -181,6 +181,22 @@ func TestSummarize(t *testing.T) {
 	assert.InDelta(t, 18, rows[1].rdmabench, 1e-9)
 	assert.InDelta(t, 1.2, rows[1].own, 1e-9)
 	assert.False(t, rows[1].like.ok, "the control is not like for like")
+
+	// The like-for-like control's row: CL/P1 per pair in the ratio column,
+	// perftest's A/A band beside it, no own-definition ratio.
+	rows = summarize("write_lat 8 B", figureRecord{Label: "p50", Unit: "µs",
+		Values: map[string][]float64{"P1": {10, 20}, "P2": {11, 18}, "L1": {10, 20}, "L2": {10, 20}, "O": {10, 20}, "C": {12, 24}, "CL": {11, 26}}})
+	require.Len(t, rows, 3)
+	cl := rows[2]
+	assert.Equal(t, "write_lat 8 B [C-only control, like for like]", cl.scenario)
+	assert.InDelta(t, 18.5, cl.rdmabench, 1e-9)
+	require.True(t, cl.like.ok)
+	assert.InDelta(t, 1.2, cl.like.median, 1e-9, "median of 1.1 and 1.3")
+	assert.InDelta(t, 1.1, cl.like.min, 1e-9)
+	assert.InDelta(t, 1.3, cl.like.max, 1e-9)
+	assert.Equal(t, rows[0].perftestAA, cl.perftestAA)
+	assert.True(t, math.IsNaN(cl.own))
+	assert.False(t, cl.inside(), "1.2 lies outside perftest's band 0.9–1.1")
 }
 
 // fixtureRecord is a small calibration: write_lat (with the control) and

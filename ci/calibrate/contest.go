@@ -9,15 +9,16 @@ import (
 type kind int
 
 const (
-	kindPerftest kind = iota // the scenario's perftest program, server and client
-	kindLike                 // the benchmark with perftest's definition (latency: -rdma.signal-all -rdma.warmup 0)
-	kindOwn                  // the benchmark with its own latency definition (default flags)
-	kindControl              // the C-only control (ci/cping)
+	kindPerftest    kind = iota // the scenario's perftest program, server and client
+	kindLike                    // the benchmark with perftest's definition (latency: -rdma.signal-all -rdma.warmup 0)
+	kindOwn                     // the benchmark with its own latency definition (default flags)
+	kindControl                 // the C-only control (ci/cping), our own definition
+	kindControlLike             // the C-only control with perftest's work and sample (cping -S)
 )
 
 // contestant is one run of every pair.
 type contestant struct {
-	id   string // P1, P2, L1, L2, O, B1, B2, C
+	id   string // P1, P2, L1, L2, O, B1, B2, C, CL
 	kind kind
 }
 
@@ -32,14 +33,15 @@ var likeFlags = []string{"-rdma.signal-all", "-rdma.warmup", "0"}
 // B1, B2 for streams), so that both tools' run-to-run noise in the same
 // session is measured (the A/A bands); each like-for-like run follows its
 // perftest run. Latency scenarios add our own definition (O) and, with
-// control, the C-only control (C).
+// control, the C-only control under our definition (C) and under
+// perftest's (CL).
 func contestants(s scenario, control bool) []contestant {
 	if !s.latency() {
 		return []contestant{{"P1", kindPerftest}, {"B1", kindLike}, {"P2", kindPerftest}, {"B2", kindLike}}
 	}
 	cs := []contestant{{"P1", kindPerftest}, {"L1", kindLike}, {"P2", kindPerftest}, {"L2", kindLike}, {"O", kindOwn}}
 	if control {
-		cs = append(cs, contestant{"C", kindControl})
+		cs = append(cs, contestant{"C", kindControl}, contestant{"CL", kindControlLike})
 	}
 	return cs
 }
@@ -55,7 +57,7 @@ func rotate(cs []contestant, i int) []contestant {
 // measures tells whether a contestant of kind k has a value for f.
 func measures(k kind, f figure) bool {
 	switch k {
-	case kindLike:
+	case kindLike, kindControlLike:
 		return f.like != ""
 	case kindOwn, kindControl:
 		return f.own != ""
@@ -117,7 +119,8 @@ func (r row) inside() bool {
 
 // summarize makes the rows of one figure from its contestants' per-pair
 // values (contestant id → value of pair i): the figure's row and, when
-// the C-only control ran, the control's.
+// the C-only control ran, the control's rows (own definition: C; like
+// for like: CL, whose ratio is CL/P1 per pair).
 func summarize(scenario string, f figureRecord) []row {
 	v := f.Values
 	nan := math.NaN()
@@ -143,6 +146,13 @@ func summarize(scenario string, f figureRecord) []row {
 		rows = append(rows, row{scenario: controlName(scenario), figure: f.Label, unit: f.Unit,
 			perftest: r.perftest, rdmabench: median(c), perftestAA: r.perftestAA, perftestAARatios: r.perftestAARatios,
 			own: median(quotients(c, v["P1"]))})
+	}
+	if cl := v["CL"]; len(cl) > 0 {
+		cr := row{scenario: controlLikeName(scenario), figure: f.Label, unit: f.Unit,
+			perftest: r.perftest, rdmabench: median(cl), perftestAA: r.perftestAA, perftestAARatios: r.perftestAARatios, own: nan}
+		cr.likeRatios = quotients(cl, v["P1"])
+		cr.like = spreadOf(cr.likeRatios)
+		rows = append(rows, cr)
 	}
 	return rows
 }

@@ -23,29 +23,49 @@ import (
 // side, 64-byte slots, depths 128/512, one warm-up round trip, RTT/2
 // samples in the same HDR geometry) and its CPUs (requester on CPU 0,
 // passive side on CPU 1, as the benchmark pins them in the guest), the
-// GID index -control-gid (the benchmark's best GID; 1 on rxe). It
-// measures our own definition (post → answer, 1 WR in 32 signaled), so
-// its rows compare with the own-definition contestant O.
+// GID index -control-gid (the benchmark's best GID; 1 on rxe). It runs
+// twice per pair: C measures our own definition (post → answer, 1 WR in
+// 32 signaled, one warm-up round trip), so its row compares with the
+// own-definition contestant O; CL (cping -S) does perftest's work and
+// reports perftest's sample (every WR signaled and awaited, no warm-up,
+// post → next post ÷ 2), so its row compares with L: L/CL is what the Go
+// process around the same loop adds under perftest's definition, CL/P1
+// what the loop itself differs from perftest's.
 
 // hasControl tells the scenarios the control can run: WRITE ping-pong.
 func hasControl(s scenario) bool { return s.program == "ib_write_lat" }
 
-// controlName labels the control's rows of a scenario in the tables;
-// the control measures our own definition (post → answer), so its ratio
-// to perftest stands in the own-definition column, next to O's.
+// controlName labels the control's own-definition rows (C) of a scenario
+// in the tables: its ratio to perftest stands in the own-definition
+// column, next to O's.
 func controlName(scenario string) string { return scenario + " [C-only control]" }
 
+// controlLikeName labels the control's like-for-like rows (CL): its
+// ratio to perftest stands in the ratio column, next to L's.
+func controlLikeName(scenario string) string { return scenario + " [C-only control, like for like]" }
+
 // controlFigures returns p50 and p99 of one cping run's output in µs,
-// read with hdrhistogram-go as rdmatest reads its loops' counts.
-func controlFigures(r io.Reader, figs []figure) ([]float64, error) {
+// read with hdrhistogram-go as rdmatest reads its loops' counts: of the
+// post → answer histogram (cping-counts: the figures' own metrics), or
+// with like of the cycle histogram (cping-cycle-counts: their like-for-like
+// metrics).
+func controlFigures(r io.Reader, figs []figure, like bool) ([]float64, error) {
+	want := "cping-counts"
+	if like {
+		want = "cping-cycle-counts"
+	}
 	sc := bufio.NewScanner(r)
 	var snap *hdrhistogram.Snapshot
 	var total int64
 	probes := 0
+	in := false // the count lines that follow belong to the wanted histogram
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		switch {
-		case len(f) == 6 && f[0] == "cping-counts":
+		case len(f) == 6 && (f[0] == "cping-counts" || f[0] == "cping-cycle-counts"):
+			if in = f[0] == want; !in {
+				continue
+			}
 			var v [5]int64
 			for i := range v {
 				n, err := strconv.ParseInt(f[i+1], 10, 64)
@@ -74,6 +94,7 @@ func controlFigures(r io.Reader, figs []figure) ([]float64, error) {
 				return nil, fmt.Errorf("cping: value %d lands in count %d, hdrhistogram-go puts it in %d: its geometry differs", v, idx, want)
 			}
 		case len(f) == 2 && (f[0] == "cping-elapsed-ns" || f[0] == "cping-preempted"):
+		case len(f) == 2 && !in:
 		case len(f) == 2 && snap != nil:
 			i, err1 := strconv.Atoi(f[0])
 			c, err2 := strconv.ParseInt(f[1], 10, 64)
@@ -87,7 +108,7 @@ func controlFigures(r io.Reader, figs []figure) ([]float64, error) {
 		return nil, err
 	}
 	if snap == nil {
-		return nil, fmt.Errorf("cping: no cping-counts line")
+		return nil, fmt.Errorf("cping: no %s line", want)
 	}
 	h := hdrhistogram.Import(snap)
 	if h.TotalCount() != total || total == 0 {
@@ -99,13 +120,17 @@ func controlFigures(r io.Reader, figs []figure) ([]float64, error) {
 	out := make([]float64, len(figs))
 	for j, fg := range figs {
 		var p float64
-		switch fg.own {
-		case "p50-ns":
+		metric := fg.own
+		if like {
+			metric = fg.like
+		}
+		switch metric {
+		case "p50-ns", "cycle-p50-ns":
 			p = 50
-		case "p99-ns":
+		case "p99-ns", "cycle-p99-ns":
 			p = 99
 		default:
-			return nil, fmt.Errorf("cping reports latencies only (p50-ns, p99-ns), not %q", fg.own)
+			return nil, fmt.Errorf("cping reports latencies only (p50-ns, p99-ns, cycle-p50-ns, cycle-p99-ns), not %q", metric)
 		}
 		out[j] = fromBase(float64(h.ValueAtPercentile(p)), fg.display)
 	}
@@ -128,17 +153,21 @@ func hdrIndex(v int64) int {
 }
 
 // controlRun runs the C-only control once for s on the benchmark's CPUs
-// (its output kept as <stem>.<run>.C.cping) and returns its figures.
-func controlRun(ctx context.Context, c config, s scenario, run int) ([]float64, error) {
+// (its output kept as <stem>.<run>.<id>.cping) and returns its figures:
+// with like, cping -S's cycle figures (perftest's work and sample).
+func controlRun(ctx context.Context, c config, s scenario, run int, id string, like bool) ([]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	cpuA, cpuB := strconv.Itoa(c.cpus[0]), strconv.Itoa(c.cpus[1])
 	args := []string{"-d", c.dev, "-i", strconv.Itoa(perftestPort), "-x", strconv.Itoa(c.controlGID),
 		"-s", strconv.Itoa(s.size), "-n", strconv.Itoa(c.iters), "-a", cpuA, "-b", cpuB}
+	if like {
+		args = append(args, "-S")
+	}
 	cmd := exec.CommandContext(ctx, c.control, args...)
 	cmd.WaitDelay = waitDelay
 	out, err := cmd.Output()
-	path := filepath.Join(c.keep, fmt.Sprintf("%s.%d.C.cping", s.stem(), run))
+	path := filepath.Join(c.keep, fmt.Sprintf("%s.%d.%s.cping", s.stem(), run, id))
 	if werr := os.WriteFile(path, out, 0o644); werr != nil && err == nil {
 		err = werr
 	}
@@ -149,7 +178,7 @@ func controlRun(ctx context.Context, c config, s scenario, run int) ([]float64, 
 		}
 		return nil, fmt.Errorf("%s %s: %v %s%s", c.control, strings.Join(args, " "), err, stderr, deadlineNote(ctx, c))
 	}
-	v, err := controlFigures(strings.NewReader(string(out)), s.figures)
+	v, err := controlFigures(strings.NewReader(string(out)), s.figures, like)
 	if err != nil {
 		return nil, fmt.Errorf("%s (kept in %s): %w", c.control, path, err)
 	}

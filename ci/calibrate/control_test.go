@@ -29,7 +29,7 @@ func TestControlFigures(t *testing.T) {
 		fmt.Fprintf(&b, "cping-probe %d %d\n", v, hdrIndex(v))
 	}
 	out := b.String()
-	v, err := controlFigures(strings.NewReader(out), latFigures)
+	v, err := controlFigures(strings.NewReader(out), latFigures, false)
 	require.NoError(t, err)
 	assert.InEpsilon(t, 15.4, v[0], 0.001, "p50 in µs, within the histogram's 0.1%")
 	assert.InEpsilon(t, 234.5, v[1], 0.001, "p99 in µs")
@@ -46,11 +46,35 @@ func TestControlFigures(t *testing.T) {
 		{strings.Replace(out, "cping-probe 2048 ", "cping-probe 2047 ", 1), "value 2047 lands in count 2048, hdrhistogram-go puts it in 2047"},
 		{out[:strings.Index(out, "cping-probe")], "no cping-probe lines"},
 	} {
-		_, err := controlFigures(strings.NewReader(tt.out), latFigures)
+		_, err := controlFigures(strings.NewReader(tt.out), latFigures, false)
 		assert.ErrorContains(t, err, tt.want, tt.out)
 	}
-	_, err = controlFigures(strings.NewReader(out), bwFigures)
+	_, err = controlFigures(strings.NewReader(out), bwFigures, false)
 	assert.ErrorContains(t, err, "latencies only")
+
+	// cping -S prints the cycle histogram after the post → answer one:
+	// like reads only the cycle counts, the default only the others.
+	c := hdrhistogram.New(1, 100e9, 3)
+	require.NoError(t, c.RecordValues(17000, 99))
+	var cb strings.Builder
+	fmt.Fprintf(&cb, "cping-cycle-counts 1 100000000000 3 %d %d\n", c.TotalCount(), len(c.Export().Counts))
+	for i, n := range c.Export().Counts {
+		if n != 0 {
+			fmt.Fprintf(&cb, "%d %d\n", i, n)
+		}
+	}
+	i := strings.Index(out, "cping-elapsed-ns")
+	both := out[:i] + cb.String() + out[i:]
+	v, err = controlFigures(strings.NewReader(both), latFigures, true)
+	require.NoError(t, err)
+	assert.InEpsilon(t, 17.0, v[0], 0.001, "cycle p50 in µs")
+	assert.InEpsilon(t, 17.0, v[1], 0.001, "cycle p99 in µs")
+	v, err = controlFigures(strings.NewReader(both), latFigures, false)
+	require.NoError(t, err)
+	assert.InEpsilon(t, 15.4, v[0], 0.001, "the post → answer histogram is untouched by the cycle lines")
+	assert.InEpsilon(t, 234.5, v[1], 0.001)
+	_, err = controlFigures(strings.NewReader(out), latFigures, true)
+	assert.ErrorContains(t, err, "no cping-cycle-counts line")
 }
 
 // TestSetup: the CPUs come from the benchmark's rdma-cpus line always,

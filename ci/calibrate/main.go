@@ -68,11 +68,14 @@
 // (P1, P2), the benchmark like for like twice (L1, L2: -rdma.signal-all
 // -rdma.warmup 0, figures cycle-p50-ns, cycle-p99-ns) and with its own
 // definition once (O: default flags, p50-ns, p99-ns); with -control
-// (make calibrate passes it) write_lat adds C, ci/cping: rdmabench's own
-// C loops (verbs/loop.c) over the WriteLat setup in a process without
-// the Go runtime, measuring our own definition (its ratio to perftest
-// stands next to O's: what the benchmark adds beyond it is what the Go
-// process around the same loop costs). A bandwidth scenario runs P1, B1,
+// (make calibrate passes it) write_lat adds C and CL, ci/cping:
+// rdmabench's own C loops (verbs/loop.c) over the WriteLat setup in a
+// process without the Go runtime. C measures our own definition (its
+// ratio to perftest stands next to O's); CL (cping -S) does perftest's
+// work and reads perftest's sample, as L does (its ratio to perftest
+// stands in its own row's ratio column). What L adds beyond CL is what
+// the Go process around the same loop costs; what CL differs from
+// perftest is the loop's own doing. A bandwidth scenario runs P1, B1,
 // P2, B2: perftest twice, the benchmark twice. Pair i starts with the
 // i-th contestant of that list (a rotation), so that none always goes
 // first. The pairs interleave because the speed of a TCG guest drifts
@@ -85,7 +88,7 @@
 // their min–max; perftest A/A = min–max over the pairs of P2/P1, the
 // band within which perftest differs from itself; rdmabench A/A = min–max
 // of L2/L1 (B2/B1); own-definition ratio = median of O/P1 (the control's
-// row: C/P1); vs perftest A/A = inside when the ratio lies within
+// row: C/P1; the like-for-like control's ratio: median of CL/P1); vs perftest A/A = inside when the ratio lies within
 // perftest's A/A band, else OUTSIDE. A ratio above 1 means rdmabench
 // measured more (a higher latency or a higher bandwidth).
 //

@@ -124,10 +124,10 @@ func printTable(w io.Writer, rec *record, markdown bool) {
 
 // columnNotes define the columns of one calibration's table.
 var columnNotes = []string{
-	"Contestants, in one rotation per pair (pair i starts with the i-th): latency P1 L1 P2 L2 O (and C, the C-only control, for write_lat with -control); bandwidth P1 B1 P2 B2.",
+	"Contestants, in one rotation per pair (pair i starts with the i-th): latency P1 L1 P2 L2 O (and, for write_lat with -control, the C-only control: C with our definition, CL like for like, cping -S); bandwidth P1 B1 P2 B2.",
 	"  P1, P2: perftest; L1, L2: the benchmark like-for-like (-rdma.signal-all -rdma.warmup 0: cycle-p50-ns, cycle-p99-ns); O: the benchmark's own definition (default flags: p50-ns, p99-ns); B1, B2: the benchmark's stream (MB/s).",
 	"perftest = median of P1; rdmabench = median of L1 (B1); ratio = median of L1/P1 and L2/P2 (B1/P1, B2/P2) pooled over the pairs, ratio range their min–max;",
-	"perftest A/A = min–max of P2/P1 over the pairs, rdmabench A/A = of L2/L1 (B2/B1); own-definition ratio = median of O/P1 (the control's row: C/P1);",
+	"perftest A/A = min–max of P2/P1 over the pairs, rdmabench A/A = of L2/L1 (B2/B1); own-definition ratio = median of O/P1 (the control's row: C/P1; the like-for-like control's ratio: median of CL/P1);",
 	"vs perftest A/A: inside when the ratio lies within perftest's A/A band (rdmabench differs from perftest no more than perftest from itself), else OUTSIDE. A ratio above 1: rdmabench measured more (latency or bandwidth).",
 }
 

@@ -64,9 +64,10 @@ func runScenario(ctx context.Context, c config, s scenario, log io.Writer) (scen
 				}
 				fmt.Fprintf(log, "calibrate: %s, pair %d/%d: %s %s %s\n", s.name, run, c.runs, ct.id, s.bench, strings.Join(extra, " "))
 				v, err = benchRun(ctx, c, s, run, ct, extra, rbMoved)
-			case kindControl:
-				fmt.Fprintf(log, "calibrate: %s, pair %d/%d: %s %s\n", s.name, run, c.runs, ct.id, c.control)
-				v, err = controlRun(ctx, c, s, run)
+			case kindControl, kindControlLike:
+				like := ct.kind == kindControlLike
+				fmt.Fprintf(log, "calibrate: %s, pair %d/%d: %s %s%s\n", s.name, run, c.runs, ct.id, c.control, map[bool]string{true: " -S"}[like])
+				v, err = controlRun(ctx, c, s, run, ct.id, like)
 			}
 			if err != nil {
 				return scenarioRecord{}, err

@@ -9,14 +9,21 @@
 // it with WriteLat and ib_write_lat in one boot tells what the Go process
 // around the loop costs.
 //
+// With -S it does perftest's latency work instead (as WriteLat with
+// -rdma.signal-all -rdma.warmup 0): every WR signaled and its completion
+// awaited in its iteration on both sides, no warm-up; calibrate then reads
+// the cycle histogram (post → next post ÷ 2, iters − 1 samples: perftest's
+// sample), so the control also runs under the like-for-like definition.
+//
 // It prints the histogram's counts (hdrhistogram-go's geometry,
 // 1 ns … 100 s, 3 significant figures; the samples are RTT/2 as in
 // WriteLat) as "cping-counts LOWEST HIGHEST SIGFIGS TOTAL LEN" followed by
-// "INDEX COUNT" lines for the non-zero counts, so that calibrate reads
-// the percentiles exactly as rdmatest does (hdrhistogram.Import).
+// "INDEX COUNT" lines for the non-zero counts, then the cycle histogram's
+// as "cping-cycle-counts …" and its lines, so that calibrate reads the
+// percentiles exactly as rdmatest does (hdrhistogram.Import).
 //
 // Usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE] [-n ITERS]
-//              [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S]
+//              [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S] [-S]
 // Built by calibrate's make target with -Wall -Wextra -Werror.
 #define _GNU_SOURCE
 #include "../../verbs/loop.h"
@@ -198,12 +205,22 @@ static long arg_long(const char *flag, const char *v, long lo, long hi) {
 	return n;
 }
 
+// print_counts prints h's header line (name, geometry, total, length)
+// and its non-zero counts as "INDEX COUNT" lines.
+static void print_counts(const char *name, const rb_hist *h) {
+	printf("%s %lld %lld %d %lld %lld\n", name, (long long)h->lowest, (long long)h->highest, 3, (long long)h->total,
+	       (long long)h->len);
+	for (int64_t i = 0; i < h->len; i++)
+		if (h->counts[i])
+			printf("%lld %lld\n", (long long)i, (long long)h->counts[i]);
+}
+
 int main(int argc, char **argv) {
 	const char *dev = NULL;
-	int port = 1, gid_index = 1, size = 8, cpu_a = -1, cpu_b = -1, timeout_s = 10;
+	int port = 1, gid_index = 1, size = 8, cpu_a = -1, cpu_b = -1, timeout_s = 10, signal_all = 0;
 	long iters = 10000;
 	int opt;
-	while ((opt = getopt(argc, argv, "d:i:x:s:n:a:b:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:i:x:s:n:a:b:t:S")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'i': port = (int)arg_long("-i", optarg, 1, 255); break;
@@ -213,13 +230,18 @@ int main(int argc, char **argv) {
 		case 'a': cpu_a = (int)arg_long("-a", optarg, -1, CPU_SETSIZE - 1); break;
 		case 'b': cpu_b = (int)arg_long("-b", optarg, -1, CPU_SETSIZE - 1); break;
 		case 't': timeout_s = (int)arg_long("-t", optarg, 1, 3600); break;
+		case 'S': signal_all = 1; break;
 		default:
-			fprintf(stderr, "usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE 1..%d] [-n ITERS] [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S]\n", SLOT);
+			fprintf(stderr, "usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE 1..%d] [-n ITERS] [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S] [-S]\n", SLOT);
 			return 2;
 		}
 	}
 	if (!dev) {
 		fprintf(stderr, "cping: -d DEV is required\n");
+		return 2;
+	}
+	if (signal_all && iters < 2) {
+		fprintf(stderr, "cping: -S -n %ld: want at least 2 round trips (the cycle sample spans two posts)\n", iters);
 		return 2;
 	}
 	srand48(getpid() ^ (long)rb_clock_ns());
@@ -271,11 +293,12 @@ int main(int argc, char **argv) {
 	s->in_last = b.buf + SLOT + size - 1;
 	s->out_last = b.buf + size - 1;
 	s->idle_ns = timeout_ns;
+	s->signal_all = signal_all;
 
 	static rb_ping p;
 	p.ctl.timeout_ns = timeout_ns;
 	rb_hist_init(&p.hist, 1, (int64_t)100 * 1000000000, 3);
-	rb_hist_init(&p.cycle, 1, (int64_t)100 * 1000000000, 3); // recorded by the loop, not printed
+	rb_hist_init(&p.cycle, 1, (int64_t)100 * 1000000000, 3);
 	p.cq = a.cq;
 	p.qp = a.qp;
 	write_wr(&p.wr, &p.sge, &a, &b, size);
@@ -285,7 +308,8 @@ int main(int argc, char **argv) {
 	p.in_last = a.buf + SLOT + size - 1;
 	p.out_last = a.buf + size - 1;
 	p.iters = iters;
-	p.warmup = 1; // one untimed round trip, as WriteLat's Warm(1)
+	p.warmup = signal_all ? 0 : 1; // one untimed round trip, as WriteLat's Warm(1); none like perftest with -S
+	p.signal_all = signal_all;
 
 	pthread_t th;
 	if ((rc = pthread_create(&th, NULL, serve_main, &sv)))
@@ -305,15 +329,13 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "cping: ping loop ended with status %d (waiting %d, err %d)\n", st, p.ctl.waiting, p.ctl.err);
 		return 1;
 	}
-	if (p.hist.total != iters) {
-		fprintf(stderr, "cping: %lld samples for %ld round trips\n", (long long)p.hist.total, iters);
+	if (p.hist.total != iters || p.cycle.total != iters - 1) {
+		fprintf(stderr, "cping: %lld samples and %lld cycle samples for %ld round trips\n", (long long)p.hist.total,
+			(long long)p.cycle.total, iters);
 		return 1;
 	}
-	printf("cping-counts %lld %lld %d %lld %lld\n", (long long)p.hist.lowest, (long long)p.hist.highest, 3,
-			(long long)p.hist.total, (long long)p.hist.len);
-	for (int64_t i = 0; i < p.hist.len; i++)
-		if (p.hist.counts[i])
-			printf("%lld %lld\n", (long long)i, (long long)p.hist.counts[i]);
+	print_counts("cping-counts", &p.hist);
+	print_counts("cping-cycle-counts", &p.cycle);
 	printf("cping-elapsed-ns %lld\n", (long long)(p.ctl.t_last - p.ctl.t_first));
 	printf("cping-preempted %ld\n", preempted + sv.preempted);
 	// Where a few values land with this geometry, for calibrate to check
