@@ -3,6 +3,8 @@ package main
 import (
 	"math"
 	"slices"
+
+	"github.com/rdmabench/rdmabench/internal/stats"
 )
 
 // kind is what a contestant runs.
@@ -159,15 +161,4 @@ func summarize(scenario string, f figureRecord) []row {
 
 // median is the middle value (mean of the middle two for an even
 // count; NaN for none).
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
+func median(v []float64) float64 { return stats.Median(v) }

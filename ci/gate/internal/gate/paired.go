@@ -3,6 +3,8 @@ package gate
 import (
 	"math"
 	"slices"
+
+	"github.com/rdmabench/rdmabench/internal/stats"
 )
 
 // PairRho is the rank correlation (Spearman) of a benchmark's adjacent
@@ -156,12 +158,4 @@ func pairedSided(old, cur []float64, better int) (pWorse, pBetter float64) {
 func MinPPaired(n int) float64 { return math.Ldexp(1, -n) }
 
 // median of v (unsorted; v is not changed).
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
+func median(v []float64) float64 { return stats.Median(v) }

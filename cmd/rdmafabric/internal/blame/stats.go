@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/rdmabench/rdmabench/internal/stats"
 )
 
 // madScale turns a median absolute deviation into an estimate of the
@@ -15,23 +17,10 @@ const minOthers = 2
 
 // median is the median of v (the mean of the middle two for an even
 // count), NaN for none; v is not changed.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return medianSorted(s)
-}
+func median(v []float64) float64 { return stats.Median(v) }
 
 // medianSorted is the median of the sorted s.
-func medianSorted(s []float64) float64 {
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return s[n/2-1]/2 + s[n/2]/2
-}
+func medianSorted(s []float64) float64 { return stats.MedianSorted(s) }
 
 // medianWithout is the median of the sorted s without its element i.
 func medianWithout(s []float64, i int) float64 { return medianSkipping(s, i) }
