@@ -24,6 +24,10 @@ const (
 	KindSRQ     Kind = "srq"
 	KindBuffer  Kind = "buffer"
 	KindLoop    Kind = "loop"
+	// KindCMChannel and KindCMID are rdma_cm event channels and ids
+	// (CMListener, CMConn).
+	KindCMChannel Kind = "cm_channel"
+	KindCMID      Kind = "cm_id"
 )
 
 // Object is one live (created and not yet closed) object.

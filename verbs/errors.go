@@ -58,6 +58,8 @@ var errnoNames = map[syscall.Errno]string{
 	syscall.ENODEV: "ENODEV", syscall.EINVAL: "EINVAL", syscall.ENOSPC: "ENOSPC", syscall.ENOSYS: "ENOSYS",
 	syscall.EOPNOTSUPP: "EOPNOTSUPP", syscall.EPROTONOSUPPORT: "EPROTONOSUPPORT", syscall.ETIMEDOUT: "ETIMEDOUT",
 	syscall.ECONNREFUSED: "ECONNREFUSED", syscall.ERANGE: "ERANGE", syscall.E2BIG: "E2BIG",
+	syscall.ENETUNREACH: "ENETUNREACH", syscall.EHOSTUNREACH: "EHOSTUNREACH", syscall.EADDRNOTAVAIL: "EADDRNOTAVAIL",
+	syscall.EADDRINUSE: "EADDRINUSE", syscall.ECONNRESET: "ECONNRESET",
 }
 
 func errnoName(n syscall.Errno) string {

@@ -61,6 +61,7 @@ type QP struct {
 	transport Transport
 	caps      QPCaps
 	qpn       uint32
+	srq       bool // receives come from an SRQ
 	id        uint64
 	c         cQP
 }
@@ -439,7 +440,7 @@ func (pd *PD) NewQP(cfg QPConfig) (*QP, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &QP{pd: pd, transport: cfg.Transport, caps: caps, qpn: qpn, c: c, id: track(KindQP, pd.id)}, nil
+	return &QP{pd: pd, transport: cfg.Transport, caps: caps, qpn: qpn, srq: cfg.SRQ != nil, c: c, id: track(KindQP, pd.id)}, nil
 }
 
 // QPN returns the QP number.

@@ -44,10 +44,34 @@ type DeviceAttr struct {
 	MaxMRSize                             uint64
 	AtomicCap                             AtomicCap
 	PhysPortCnt                           int
+	// NodeTransport is the device's transport (ibv_device.transport_type):
+	// InfiniBand (also RoCE) or iWARP, whose QPs only rdma_cm can connect.
+	NodeTransport NodeTransport
 	// MaxInline is the largest max_inline_data an RC QP could be created with,
 	// probed on first use (Device.MaxInline: libibverbs has no query for
 	// it); 0 if inline is unsupported.
 	MaxInline int
+}
+
+// NodeTransport is a device's transport type (enum ibv_transport_type).
+type NodeTransport int
+
+// Node transports (the values of enum ibv_transport_type).
+const (
+	NodeTransportUnknown     NodeTransport = -1
+	NodeTransportIB          NodeTransport = 0 // InfiniBand and RoCE
+	NodeTransportIWARP       NodeTransport = 1 // iWARP: QPs are connected by the kernel's iw_cm (rdma_cm)
+	NodeTransportUSNIC       NodeTransport = 2
+	NodeTransportUSNICUDP    NodeTransport = 3
+	NodeTransportUnspecified NodeTransport = 4
+)
+
+// String returns "IB", "iWARP", "usNIC", "usNIC/UDP", "unspecified" or "unknown".
+func (t NodeTransport) String() string {
+	if t == NodeTransportUnknown {
+		return "unknown"
+	}
+	return enumString(int(t), []string{"IB", "iWARP", "usNIC", "usNIC/UDP", "unspecified"})
 }
 
 // PortState is a port's logical state (enum ibv_port_state).

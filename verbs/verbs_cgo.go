@@ -436,6 +436,7 @@ func openDevice(name string) (cDevice, DeviceAttr, error) {
 		C.ibv_close_device(ctx)
 		return cDevice{}, DeviceAttr{}, fmt.Errorf("verbs: opening %q: %w", name, err)
 	}
+	attr.NodeTransport = NodeTransport(ctx.device.transport_type)
 	return c, attr, nil
 }
 

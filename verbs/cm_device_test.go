@@ -1,0 +1,289 @@
+package verbs_test
+
+import (
+	"bytes"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rdmabench/rdmabench/rdmatest"
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// The rdma_cm tests connect two QPs of one device through the connection
+// manager: a listener on the device's own IPv4 address (its IPv4-mapped
+// GID), port 0, and a dial to it.
+
+const cmTimeout = 10 * time.Second // every CM step of these tests gives up after this
+
+// cmAddr is the device's own IPv4 address (the tests' port's).
+func cmAddr(t *testing.T, dev *rdmatest.Dev) netip.Addr {
+	t.Helper()
+	a, err := dev.IPv4Addr(dev.PortNum)
+	require.NoError(t, err)
+	return a
+}
+
+// cmSide is one QP with its CQ and buffer, not connected.
+func cmSide(t *testing.T, dev *rdmatest.Dev, pd *verbs.PD, tr verbs.Transport) side {
+	t.Helper()
+	var s side
+	var err error
+	s.cq, err = dev.NewCQ(64, nil)
+	require.NoError(t, err)
+	closeLater(t, s.cq)
+	s.buf, err = verbs.AllocBuffer(bufSize, false)
+	require.NoError(t, err)
+	closeLater(t, s.buf)
+	s.mr, err = pd.RegMR(s.buf, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead)
+	require.NoError(t, err)
+	closeLater(t, s.mr)
+	s.qp, err = pd.NewQP(verbs.QPConfig{Transport: tr, SendCQ: s.cq, RecvCQ: s.cq, MaxSendWR: 16, MaxRecvWR: 16})
+	require.NoError(t, err)
+	closeLater(t, s.qp)
+	return s
+}
+
+// cmConnect listens on the device's address and dials it: a's QP dials,
+// b's accepts. It returns both connections (closed by the caller).
+func cmConnect(t *testing.T, dev *rdmatest.Dev, a, b side, ps verbs.PortSpace) (da, db *verbs.CMConn) {
+	t.Helper()
+	l, err := verbs.ListenCM(netip.AddrPortFrom(cmAddr(t, dev), 0), ps)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, l.Close()) }()
+	require.NotZero(t, l.Port(), "an ephemeral port was bound")
+	deadline := time.Now().Add(cmTimeout)
+	type res struct {
+		c   *verbs.CMConn
+		err error
+	}
+	accepted := make(chan res, 1)
+	go func() {
+		c, err := l.Accept(b.qp, deadline)
+		accepted <- res{c, err}
+	}()
+	da, err = verbs.DialCM(l.Addr(), a.qp, deadline)
+	r := <-accepted
+	require.NoError(t, err, "dial")
+	require.NoError(t, r.err, "accept")
+	return da, r.c
+}
+
+// closeBoth disconnects both ends, then closes them (one process holds
+// both: each end's DISCONNECTED needs the other's answer).
+func closeBoth(t *testing.T, conns ...*verbs.CMConn) {
+	t.Helper()
+	for _, c := range conns {
+		assert.NoError(t, c.Disconnect())
+	}
+	for _, c := range conns {
+		assert.NoError(t, c.CloseDeadline(time.Now().Add(cmTimeout)))
+	}
+	assert.NoError(t, conns[0].Close(), "a second Close does nothing")
+}
+
+func liveCM() []verbs.Object {
+	var out []verbs.Object
+	for _, o := range verbs.Live() {
+		if o.Kind == verbs.KindCMID || o.Kind == verbs.KindCMChannel {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func TestCMRCLoopback(t *testing.T) {
+	dev := openDevice(t)
+	pd, err := dev.AllocPD()
+	require.NoError(t, err)
+	closeLater(t, pd)
+	a, b := cmSide(t, dev, pd, verbs.TransportRC), cmSide(t, dev, pd, verbs.TransportRC)
+	ca, cb := cmConnect(t, dev, a, b, verbs.PortSpaceTCP)
+	assert.Equal(t, cb.LocalAddr(), ca.RemoteAddr())
+	assert.Equal(t, ca.LocalAddr().Addr(), cb.RemoteAddr().Addr())
+	_, ud := ca.UDPeer()
+	assert.False(t, ud)
+	for _, s := range []side{a, b} {
+		st, err := s.qp.State()
+		require.NoError(t, err)
+		assert.Equal(t, verbs.QPSRTS, st)
+	}
+	assert.Len(t, liveCM(), 4, "two ids and two channels")
+	err = a.qp.Close()
+	require.Error(t, err, "the QP refuses to close while its CM id is open")
+	assert.Contains(t, err.Error(), "cm_id")
+
+	// A SEND each way, payload checked.
+	for i, dir := range [][2]side{{a, b}, {b, a}} {
+		src, dst := dir[0], dir[1]
+		want := bytes.Repeat([]byte{byte(0x40 + i)}, 512)
+		require.NoError(t, dst.qp.PostRecv([]verbs.RecvWR{recvWR(1, dst, 4096, 512)}))
+		copy(src.buf.Bytes(), want)
+		require.NoError(t, src.qp.PostSend([]verbs.SendWR{sendWR(2, verbs.OpSend, src, 0, 512)}))
+		waitOK(t, src.cq, 1)
+		wc := waitOK(t, dst.cq, 1)
+		assert.Equal(t, uint32(512), wc[0].ByteLen)
+		assert.Equal(t, want, dst.buf.Bytes()[4096:4096+512])
+	}
+	// And an RDMA WRITE: the CM's INIT kept our remote access.
+	copy(a.buf.Bytes(), "written through rdma_cm")
+	wr := sendWR(3, verbs.OpWrite, a, 0, 23)
+	wr.RemoteAddr, wr.RKey = b.mr.Addr()+8192, b.mr.RKey()
+	require.NoError(t, a.qp.PostSend([]verbs.SendWR{wr}))
+	waitOK(t, a.cq, 1)
+	assert.Equal(t, "written through rdma_cm", string(b.buf.Bytes()[8192:8192+23]))
+
+	closeBoth(t, ca, cb)
+	assert.Empty(t, liveCM(), "every rdma_cm id and channel released")
+}
+
+func TestCMUDLoopback(t *testing.T) {
+	dev := openDevice(t)
+	pd, err := dev.AllocPD()
+	require.NoError(t, err)
+	closeLater(t, pd)
+	a, b := cmSide(t, dev, pd, verbs.TransportUD), cmSide(t, dev, pd, verbs.TransportUD)
+	ca, cb := cmConnect(t, dev, a, b, verbs.PortSpaceUDP)
+	pa, ok := ca.UDPeer()
+	require.True(t, ok)
+	pb, ok := cb.UDPeer()
+	require.True(t, ok)
+	assert.Equal(t, b.qp.QPN(), pa.QPN, "the dialer learns the acceptor's QPN from the CM")
+	assert.Equal(t, a.qp.QPN(), pb.QPN, "the acceptor learns the dialer's QPN from its request")
+	assert.Equal(t, uint32(verbs.CMQKey), pa.QKey)
+	assert.Equal(t, uint32(verbs.CMQKey), pb.QKey)
+
+	const grh = 40
+	for i, x := range []struct {
+		src, dst side
+		peer     verbs.UDPeer
+	}{{a, b, pa}, {b, a, pb}} {
+		ah, err := pd.NewAH(x.peer.AH)
+		require.NoError(t, err)
+		closeLater(t, ah)
+		want := bytes.Repeat([]byte{byte(0x60 + i)}, 256)
+		require.NoError(t, x.dst.qp.PostRecv([]verbs.RecvWR{recvWR(1, x.dst, 4096, grh+256)}))
+		copy(x.src.buf.Bytes(), want)
+		wr := sendWR(2, verbs.OpSend, x.src, 0, 256)
+		wr.UD = ah.Dest(x.peer.QPN, x.peer.QKey)
+		require.NoError(t, x.src.qp.PostSend([]verbs.SendWR{wr}))
+		waitOK(t, x.src.cq, 1)
+		wc := waitOK(t, x.dst.cq, 1)
+		assert.Equal(t, uint32(grh+256), wc[0].ByteLen)
+		assert.Equal(t, x.src.qp.QPN(), wc[0].SrcQP)
+		assert.Equal(t, want, x.dst.buf.Bytes()[4096+grh:4096+grh+256])
+	}
+	closeBoth(t, ca, cb)
+	assert.Empty(t, liveCM())
+}
+
+// freePort returns a port of the device's address nobody listens on (one
+// a listener had a moment ago).
+func freePort(t *testing.T, dev *rdmatest.Dev, ps verbs.PortSpace) netip.AddrPort {
+	l, err := verbs.ListenCM(netip.AddrPortFrom(cmAddr(t, dev), 0), ps)
+	require.NoError(t, err)
+	addr := l.Addr()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+func TestCMNobodyListens(t *testing.T) {
+	dev := openDevice(t)
+	pd, err := dev.AllocPD()
+	require.NoError(t, err)
+	closeLater(t, pd)
+
+	t.Run("RC", func(t *testing.T) {
+		dst := freePort(t, dev, verbs.PortSpaceTCP)
+		a := cmSide(t, dev, pd, verbs.TransportRC)
+		start := time.Now()
+		c, err := verbs.DialCM(dst, a.qp, time.Now().Add(cmTimeout))
+		require.Error(t, err)
+		assert.Nil(t, c)
+		assert.Less(t, time.Since(start), cmTimeout, "rejected, not timed out")
+		assert.ErrorIs(t, err, verbs.ErrCMRejected)
+		assert.Contains(t, err.Error(), "rdma_cm connect to "+dst.String()+": RDMA_CM_EVENT_REJECTED")
+		assert.Empty(t, liveCM())
+	})
+	t.Run("UD", func(t *testing.T) {
+		dst := freePort(t, dev, verbs.PortSpaceUDP)
+		a := cmSide(t, dev, pd, verbs.TransportUD)
+		c, err := verbs.DialCM(dst, a.qp, time.Now().Add(cmTimeout))
+		require.Error(t, err)
+		assert.Nil(t, c)
+		assert.ErrorIs(t, err, verbs.ErrCMUnreachable)
+		assert.Contains(t, err.Error(), "rdma_cm connect to "+dst.String()+": RDMA_CM_EVENT_UNREACHABLE")
+		assert.Empty(t, liveCM())
+	})
+}
+
+func TestCMUnreachableAddress(t *testing.T) {
+	dev := openDevice(t)
+	pd, err := dev.AllocPD()
+	require.NoError(t, err)
+	closeLater(t, pd)
+	a := cmSide(t, dev, pd, verbs.TransportRC)
+	// A neighbour on the device's subnet that does not exist: ARP is never
+	// answered, so only a deadline ends the address resolution.
+	own := cmAddr(t, dev).As4()
+	own[3] = 254
+	if netip.AddrFrom4(own) == cmAddr(t, dev) {
+		own[3] = 253
+	}
+	dst := netip.AddrPortFrom(netip.AddrFrom4(own), 4791)
+	const short = time.Second
+	start := time.Now()
+	c, err := verbs.DialCM(dst, a.qp, time.Now().Add(short))
+	took := time.Since(start)
+	require.Error(t, err)
+	assert.Nil(t, c)
+	assert.Less(t, took, short+2*time.Second, "bounded by the deadline")
+	assert.True(t, errors.Is(err, verbs.ErrCMTimedOut) || errors.Is(err, verbs.ErrCMUnreachable), "%v", err)
+	assert.Contains(t, err.Error(), "rdma_cm resolve address to "+dst.String())
+	t.Logf("%v after %v", err, took.Round(time.Millisecond))
+	assert.Empty(t, liveCM())
+}
+
+func TestCMAcceptDeadline(t *testing.T) {
+	dev := openDevice(t)
+	pd, err := dev.AllocPD()
+	require.NoError(t, err)
+	closeLater(t, pd)
+	b := cmSide(t, dev, pd, verbs.TransportRC)
+	l, err := verbs.ListenCM(netip.AddrPortFrom(cmAddr(t, dev), 0), verbs.PortSpaceTCP)
+	require.NoError(t, err)
+	start := time.Now()
+	c, err := l.Accept(b.qp, time.Now().Add(200*time.Millisecond))
+	require.Error(t, err)
+	assert.Nil(t, c)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	assert.ErrorIs(t, err, verbs.ErrCMTimedOut)
+	assert.True(t, strings.HasPrefix(err.Error(), "verbs: rdma_cm accept on "+l.Addr().String()), err.Error())
+	require.NoError(t, l.Close())
+	assert.Empty(t, liveCM())
+}
+
+func TestCMRefusesUC(t *testing.T) {
+	dev := openDevice(t)
+	pd, err := dev.AllocPD()
+	require.NoError(t, err)
+	closeLater(t, pd)
+	u := cmSide(t, dev, pd, verbs.TransportUC)
+	addr := netip.AddrPortFrom(cmAddr(t, dev), 4791)
+	_, err = verbs.DialCM(addr, u.qp, time.Now().Add(cmTimeout))
+	assert.ErrorIs(t, err, verbs.ErrCMUC)
+	assert.Contains(t, err.Error(), "UC cannot be connected through rdma_cm")
+	l, err := verbs.ListenCM(netip.AddrPortFrom(cmAddr(t, dev), 0), verbs.PortSpaceTCP)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, l.Close()) }()
+	_, err = l.Accept(u.qp, time.Now().Add(cmTimeout))
+	assert.ErrorIs(t, err, verbs.ErrCMUC)
+	st, err := u.qp.State()
+	require.NoError(t, err)
+	assert.Equal(t, verbs.QPSReset, st, "nothing was done to the QP")
+}
