@@ -15,12 +15,14 @@ import (
 // after virtio_pci) for the card; sch_netem so that a job can add delay
 // or loss with tc, and sch_prio and cls_u32 so that it can do so to one
 // destination only (a prio band with netem, a u32 filter on the
-// address: ci/fabric's bad link).
-var NetModules = []string{"failover", "net_failover", "virtio_net", "sch_netem", "sch_prio", "cls_u32"}
+// address: ci/fabric's bad link); sch_ingress and act_gact so that it can
+// drop incoming packets with a u32 filter (ci/bringup.sh's blocked UDP
+// port 4791).
+var NetModules = []string{"failover", "net_failover", "virtio_net", "sch_netem", "sch_prio", "cls_u32", "sch_ingress", "act_gact"}
 
 // withNetModules returns mods with [NetModules] added: the driver chain
 // right after virtio_pci (or at the end when virtio_pci is not listed),
-// the tc modules at the end. Modules already listed stay where they are.
+// the tc modules (sch_, cls_, act_) at the end. Modules already listed stay where they are.
 func withNetModules(mods []string) []string {
 	out := slices.Clone(mods)
 	at := slices.Index(out, "virtio_pci") + 1
@@ -31,7 +33,7 @@ func withNetModules(mods []string) []string {
 		if slices.Contains(out, m) {
 			continue
 		}
-		if strings.HasPrefix(m, "sch_") || strings.HasPrefix(m, "cls_") {
+		if strings.HasPrefix(m, "sch_") || strings.HasPrefix(m, "cls_") || strings.HasPrefix(m, "act_") {
 			out = append(out, m)
 			continue
 		}

@@ -26,17 +26,17 @@ func TestWithNetModules(t *testing.T) {
 		{
 			name: "driver chain after virtio_pci, netem at the end",
 			in:   []string{"virtio", "virtio_pci", "9p", "rdma_rxe"},
-			want: []string{"virtio", "virtio_pci", "failover", "net_failover", "virtio_net", "9p", "rdma_rxe", "sch_netem", "sch_prio", "cls_u32"},
+			want: []string{"virtio", "virtio_pci", "failover", "net_failover", "virtio_net", "9p", "rdma_rxe", "sch_netem", "sch_prio", "cls_u32", "sch_ingress", "act_gact"},
 		},
 		{
 			name: "no virtio_pci: all at the end",
 			in:   []string{"ib_core", "rdma_rxe"},
-			want: []string{"ib_core", "rdma_rxe", "failover", "net_failover", "virtio_net", "sch_netem", "sch_prio", "cls_u32"},
+			want: []string{"ib_core", "rdma_rxe", "failover", "net_failover", "virtio_net", "sch_netem", "sch_prio", "cls_u32", "sch_ingress", "act_gact"},
 		},
 		{
 			name: "modules already listed stay where they are",
 			in:   []string{"virtio_pci", "virtio_net", "failover", "net_failover", "rdma_rxe"},
-			want: []string{"virtio_pci", "virtio_net", "failover", "net_failover", "rdma_rxe", "sch_netem", "sch_prio", "cls_u32"},
+			want: []string{"virtio_pci", "virtio_net", "failover", "net_failover", "rdma_rxe", "sch_netem", "sch_prio", "cls_u32", "sch_ingress", "act_gact"},
 		},
 	}
 	for _, tt := range tests {
