@@ -105,7 +105,7 @@ func farSession(h Host, c config, nc net.Conn, r *reporter, rel *releaser) error
 	}
 	wait, err := validNearHello(hello, c.timeout)
 	if err != nil {
-		_ = t.send(message{Type: msgFail, Fail: "control channel: the far end refused the hello: " + err.Error()}, time.Now().Add(c.timeout))
+		_ = t.send(message{Type: msgFail, Fail: "control channel: refused the hello: " + err.Error()}, time.Now().Add(c.timeout))
 		return fmt.Errorf("a bad hello: %w", err)
 	}
 
@@ -121,7 +121,7 @@ func farSession(h Host, c config, nc net.Conn, r *reporter, rel *releaser) error
 	if ok, _ := udpApplies(pf, g); ok {
 		dg, err = d.Datagram(pf.Port, g.Index, udpSize)
 		if err != nil {
-			return failTo(fail(stepUDP, "the far end cannot create its UD QP: "+err.Error(), "the device refused a UD QP (its limits, or memory lock limits: ulimit -l)", err))
+			return failTo(fail(stepUDP, "cannot create the UD QP that receives the datagram: "+err.Error(), "the device refused a UD QP (its limits, or memory lock limits: ulimit -l)", err))
 		}
 		rel.add(dg.Close)
 		reply.QPN, reply.QKey = dg.QPN(), dg.QKey()
@@ -139,7 +139,7 @@ func farSession(h Host, c config, nc net.Conn, r *reporter, rel *releaser) error
 	}
 	if !m.Skip {
 		if dg == nil {
-			return failTo(fail(stepUDP, fmt.Sprintf("the far end's GID index %d is %s, it takes no RoCE v2 datagram", g.Index, g.Type), "both ends must use RoCE v2 GIDs: a wrong GID index (-x) on one of them", nil))
+			return failTo(fail(stepUDP, fmt.Sprintf("GID index %d here is %s: it takes no RoCE v2 datagram", g.Index, g.Type), "both ends must use RoCE v2 GIDs: a wrong GID index (-x) on one of them", nil))
 		}
 		if err := farUDP(dg, t, r, m.Nonce, wait, client); err != nil {
 			return err
@@ -157,7 +157,7 @@ func farSession(h Host, c config, nc net.Conn, r *reporter, rel *releaser) error
 	at := netip.AddrPortFrom(local.Unmap(), uint16(c.port+1))
 	ln, err := d.ListenCM(at, hello.Size)
 	if err != nil {
-		return failTo(fail(stepCM, fmt.Sprintf("the far end cannot listen through rdma_cm on %s: %v", at, err), cmCause(err), err))
+		return failTo(fail(stepCM, fmt.Sprintf("cannot listen through rdma_cm on %s: %v", at, err), cmCause(err), err))
 	}
 	rel.add(ln.Close)
 	if err := t.send(message{Type: msgCM, CMPort: c.port + 1}, time.Now().Add(c.timeout)); err != nil {
@@ -203,7 +203,7 @@ func farSession(h Host, c config, nc net.Conn, r *reporter, rel *releaser) error
 		return fmt.Errorf("waiting for the bye: %w", err)
 	}
 	if err := rel.run(); err != nil {
-		return failTo(fail(stepClose, "the far end's release failed: "+err.Error(), "a bug in rdmacheck, or the device failed", err))
+		return failTo(fail(stepClose, "releasing: "+err.Error(), "a bug in rdmacheck, or the device failed", err))
 	}
 	live := h.Live()
 	if len(live) > 32 {
@@ -238,7 +238,7 @@ func farUDP(dg Datagram, t *ctl, r *reporter, nonce uint64, wait time.Duration, 
 			return serr
 		}
 		if err != nil {
-			serr := fail(stepUDP, "the far end's UD receive failed: "+err.Error(), "the device failed (dmesg)", err)
+			serr := fail(stepUDP, "the UD receive failed: "+err.Error(), "the device failed (dmesg)", err)
 			_ = t.send(message{Type: msgFail, Fail: serr.Error()}, time.Now().Add(wait))
 			r.fail(serr)
 			return serr

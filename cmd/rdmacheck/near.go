@@ -297,7 +297,7 @@ func nearPings(conn Conn, c config, r *reporter, t *ctl, far string) *StepError 
 			if m, ferr := t.expect(time.Now().Add(peekFar), msgPings); ferr == nil && m.Mismat != "" {
 				return fail(stepPing, m.Mismat+", seen by the far end "+far, mismatchCause, nil)
 			} else if ff := (*farFail)(nil); errors.As(ferr, &ff) {
-				return fail(stepPing, fmt.Sprintf("no answer to ping %d of %d: %v", i, c.n, ff), wcCause(err), err)
+				return fail(stepPing, fmt.Sprintf("no answer to ping %d of %d; the far end: %s", i, c.n, strings.TrimPrefix(withoutCause(ff.line), stepPing+": ")), wcCause(err), err)
 			}
 			if isTimeout(err) {
 				return fail(stepPing, fmt.Sprintf("no answer to ping %d of %d within %s", i, c.n, c.timeout), "the far end stopped answering (see its output) or the RC connection broke", err)
@@ -385,7 +385,7 @@ func ctlFailure(step, far, waitingFor string, timeout time.Duration, err error) 
 	var ff *farFail
 	switch {
 	case errors.As(err, &ff):
-		return fail(step, ff.Error(), "", err)
+		return fail(step, "the far end: "+strings.TrimPrefix(ff.line, step+": "), "", err)
 	case isTimeout(err):
 		return fail(step, fmt.Sprintf("the far end %s sent not %s within %s", far, waitingFor, timeout), "the far end is stuck or serving another client (one at a time), or it is not rdmacheck -listen", err)
 	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
