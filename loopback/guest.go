@@ -51,8 +51,9 @@ func MaybeGuest() {
 	os.Exit(1)
 }
 
-// guestMain sets up the network (the job's NIC, or a veth pair) and rxe,
-// then runs the job with its output on the second serial line.
+// guestMain sets up the network (the job's NIC, or a veth pair) and the
+// job's device (rxe, or siw: [Job.LinkType]), then runs the job with its
+// output on the second serial line.
 func guestMain(jobPath string) (int, error) {
 	b, err := os.ReadFile(jobPath)
 	if err != nil {
@@ -83,11 +84,7 @@ func guestMain(jobPath string) (int, error) {
 	} else if err := guestNetwork(); err != nil {
 		return -1, err
 	}
-	dev := job.Device
-	if dev == "" {
-		dev = "rxe0"
-	}
-	rxe, err := EnsureRxe(dev, netdev)
+	rxe, err := EnsureLink(job.device(), job.linkType(), netdev)
 	if err != nil {
 		return -1, err
 	}

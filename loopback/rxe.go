@@ -15,7 +15,8 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// Rxe is a Soft-RoCE device on a network interface.
+// Rxe is a software RDMA device on a network interface: Soft-RoCE (rxe),
+// or Soft-iWARP (siw) when [EnsureLink] made it.
 type Rxe struct {
 	// Name is the RDMA device name, e.g. "rxe0".
 	Name string
@@ -31,31 +32,63 @@ type Rxe struct {
 // netlink, and Close deletes it. It needs root (CAP_NET_ADMIN) and a kernel
 // with rdma_rxe; it loads the module with modprobe when it is not loaded.
 func EnsureRxe(name, netdev string) (*Rxe, error) {
-	if existing, ok := rxeOn(HostRoot.Sys, netdev); ok {
-		return &Rxe{Name: existing, Netdev: netdev}, nil
+	return EnsureLink(name, LinkRxe, netdev)
+}
+
+// EnsureLink makes a software RDMA device of linkType ([LinkRxe] or
+// [LinkSiw]) called name on netdev through netlink
+// (RDMA_NLDEV_CMD_NEWLINK, as `rdma link add NAME type TYPE netdev DEV`
+// does); Close deletes it. For rxe it is [EnsureRxe]: an rxe device
+// already on netdev is reused, and rdma_rxe is loaded with modprobe when
+// it is not. siw publishes no network interface in sysfs (no "parent",
+// and an iWARP port has no GID attributes), so an existing siw device
+// cannot be found by its netdev: a second siw link on the same netdev
+// fails with EEXIST, and the error says so. The siw module must be loaded
+// already: Debian's kernel does not ship it, and the qemu guest loads a
+// siw.ko built for it ([VM.ModuleFiles], ci/siw.sh). It needs root
+// (CAP_NET_ADMIN).
+func EnsureLink(name, linkType, netdev string) (*Rxe, error) {
+	module, err := linkModule(linkType)
+	if err != nil {
+		return nil, err
+	}
+	if linkType == LinkRxe {
+		if existing, ok := rxeOn(HostRoot.Sys, netdev); ok {
+			return &Rxe{Name: existing, Netdev: netdev}, nil
+		}
 	}
 	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("loopback: creating rxe device %s on %s needs root (CAP_NET_ADMIN); run as root or create it with: rdma link add %s type rxe netdev %s", name, netdev, name, netdev)
+		return nil, fmt.Errorf("loopback: creating %s device %s on %s needs root (CAP_NET_ADMIN); run as root or create it with: rdma link add %s type %s netdev %s", linkType, name, netdev, name, linkType, netdev)
 	}
-	if _, err := os.Stat(filepath.Join(HostRoot.Sys, "module/rdma_rxe")); err != nil {
-		if out, err := exec.Command("modprobe", "rdma_rxe").CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("loopback: kernel module rdma_rxe is not loaded and modprobe failed: %v: %s", err, strings.TrimSpace(string(out)))
+	if _, err := os.Stat(filepath.Join(HostRoot.Sys, "module", module)); err != nil {
+		if linkType != LinkRxe {
+			return nil, fmt.Errorf("loopback: kernel module %s is not loaded (Debian's kernel does not ship it: build siw.ko with ci/siw.sh build and boot the guest with rxevm -siw FILE)", module)
+		}
+		if out, err := exec.Command("modprobe", module).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("loopback: kernel module %s is not loaded and modprobe failed: %v: %s", module, err, strings.TrimSpace(string(out)))
 		}
 	}
 	if _, err := netlink.LinkByName(netdev); err != nil {
-		return nil, fmt.Errorf("loopback: network interface %q for rxe: %w", netdev, err)
+		return nil, fmt.Errorf("loopback: network interface %q for %s: %w", netdev, linkType, err)
 	}
-	if err := netlink.RdmaLinkAdd(name, "rxe", netdev); err != nil {
-		hint := ""
-		if errors.Is(err, syscall.ENOENT) {
-			// rxe computes its ICRC with the kernel's crc32 crypto
-			// transform; where that is a module nobody loaded, the link
-			// fails with ENOENT.
-			hint = " (is the crc32 crypto transform available? try: modprobe crc32_generic)"
-		}
-		return nil, fmt.Errorf("loopback: rdma link add %s type rxe netdev %s: %w%s", name, netdev, err, hint)
+	if err := netlink.RdmaLinkAdd(name, linkType, netdev); err != nil {
+		return nil, fmt.Errorf("loopback: rdma link add %s type %s netdev %s: %w%s", name, linkType, netdev, err, linkAddHint(linkType, netdev, err))
 	}
 	return &Rxe{Name: name, Netdev: netdev, Created: true}, nil
+}
+
+// linkAddHint explains the errors of `rdma link add` whose cause is known.
+func linkAddHint(linkType, netdev string, err error) string {
+	switch {
+	case linkType == LinkRxe && errors.Is(err, syscall.ENOENT):
+		// rxe computes its ICRC with the kernel's crc32 crypto
+		// transform; where that is a module nobody loaded, the link
+		// fails with ENOENT.
+		return " (is the crc32 crypto transform available? try: modprobe crc32_generic)"
+	case linkType == LinkSiw && errors.Is(err, syscall.EEXIST):
+		return " (a siw device already runs on " + netdev + ": rdma link show)"
+	}
+	return ""
 }
 
 // WaitActive waits until port 1 of the device is ACTIVE, or the deadline.
@@ -105,9 +138,11 @@ func rxeOn(sys, netdev string) (string, bool) {
 	return "", false
 }
 
-// deviceNetdev reads the network interface under an RDMA device: rxe and
-// siw publish it as the "parent" attribute; others through the netdev of
-// GID 0 of port 1.
+// deviceNetdev reads the network interface under an RDMA device: rxe
+// publishes it as the "parent" attribute; others through the netdev of
+// GID 0 of port 1. siw (Debian's 6.1, built by ci/siw.sh) has neither: no
+// "parent", and reading gid_attrs/ndevs/0 of its iWARP port fails with
+// EINVAL.
 func deviceNetdev(sys, dev string) (string, error) {
 	base := filepath.Join(sys, "class/infiniband", dev)
 	for _, p := range []string{"parent", "ports/1/gid_attrs/ndevs/0"} {

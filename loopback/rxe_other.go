@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Rxe is a Soft-RoCE device on a network interface (Linux only).
+// Rxe is a software RDMA device on a network interface (Linux only).
 type Rxe struct {
 	// Name is the RDMA device name, e.g. "rxe0".
 	Name string
@@ -20,6 +20,11 @@ type Rxe struct {
 // EnsureRxe is available on Linux only.
 func EnsureRxe(name, netdev string) (*Rxe, error) {
 	return nil, errors.New("loopback: Soft-RoCE needs Linux")
+}
+
+// EnsureLink is available on Linux only.
+func EnsureLink(name, linkType, netdev string) (*Rxe, error) {
+	return nil, errors.New("loopback: software RDMA devices need Linux")
 }
 
 // WaitActive is available on Linux only.

@@ -36,6 +36,33 @@ var GuestModules = []string{
 	"crc32_generic", "ib_core", "ib_uverbs", "configfs", "ib_cm", "iw_cm", "rdma_cm", "rdma_ucm", "udp_tunnel", "ip6_udp_tunnel", "rdma_rxe", "veth",
 }
 
+// SiwModules are the modules of the guest kernel's tree that siw.ko needs
+// loaded before it (modinfo -F depends: ib_core, which GuestModules
+// loads, and libcrc32c), in order: crc32c_generic first, because
+// libcrc32c allocates the crc32c crypto transform when it loads and fails
+// without one (the initramfs has no modprobe to fetch it). rxevm -siw
+// appends them to GuestModules.
+var SiwModules = []string{"crc32c_generic", "libcrc32c"}
+
+// Link types of `rdma link add NAME type TYPE netdev DEV` that
+// [EnsureLink] and [Job.LinkType] know: Soft-RoCE and Soft-iWARP.
+const (
+	LinkRxe = "rxe"
+	LinkSiw = "siw"
+)
+
+// linkModule is the kernel module behind a link type, or an error naming
+// the type and the known ones.
+func linkModule(linkType string) (string, error) {
+	switch linkType {
+	case LinkRxe:
+		return "rdma_rxe", nil
+	case LinkSiw:
+		return "siw", nil
+	}
+	return "", fmt.Errorf("loopback: unknown RDMA link type %q (known: %s, %s)", linkType, LinkRxe, LinkSiw)
+}
+
 // Job is what the guest runs.
 type Job struct {
 	// Args is the command and its arguments; Args[0] is looked up in the
@@ -45,8 +72,14 @@ type Job struct {
 	Dir string `json:"dir"`
 	// Env is the command's environment.
 	Env []string `json:"env"`
-	// Device is the name of the rxe device to create (default "rxe0").
+	// Device is the name of the device to create (default "rxe0", or
+	// "siw0" when LinkType is [LinkSiw]).
 	Device string `json:"device"`
+	// LinkType is the kind of software RDMA device the guest makes:
+	// [LinkRxe] (the default when empty) or [LinkSiw], whose module the
+	// guest kernel does not ship: the VM must load a siw.ko built for it
+	// ([VM.ModuleFiles]) after [SiwModules].
+	LinkType string `json:"link_type,omitempty"`
 	// ActiveTimeout bounds the wait for the device's port to become ACTIVE.
 	ActiveTimeout time.Duration `json:"active_timeout"`
 	// Net, when set, puts the device on the guest's virtio NIC (see
@@ -56,6 +89,23 @@ type Job struct {
 	// Hostname, when set, is the guest's host name ([Cluster.Run] sets
 	// it); the default is the kernel's, "(none)".
 	Hostname string `json:"hostname,omitempty"`
+}
+
+// linkType is the job's link type, [LinkRxe] when unset.
+func (j Job) linkType() string {
+	if j.LinkType == "" {
+		return LinkRxe
+	}
+	return j.LinkType
+}
+
+// device is the name of the device the guest makes: Device, else the
+// link type's first name (rxe0, siw0).
+func (j Job) device() string {
+	if j.Device != "" {
+		return j.Device
+	}
+	return j.linkType() + "0"
 }
 
 // GuestNet is the address of a guest's virtio NIC, which rxe runs on.
@@ -103,6 +153,12 @@ type VM struct {
 	// LoadModules are the modules the guest loads, in order; nil means
 	// [GuestModules]. Each must be an uncompressed .ko file under Modules.
 	LoadModules []string
+	// ModuleFiles are kernel module files (host paths of plain .ko
+	// files) the guest loads after LoadModules, in order: modules the
+	// kernel's package does not ship, such as a siw.ko that ci/siw.sh
+	// builds. Each must have been built for the guest kernel: its
+	// vermagic must name the release of Modules ([ReadModuleInfo]).
+	ModuleFiles []string
 	// Busybox is a statically linked busybox for the initramfs.
 	Busybox string
 	// Agent is a binary whose main calls [MaybeGuest] first: the guest
@@ -281,6 +337,24 @@ func (vm *VM) Initramfs(job Job) ([]byte, error) {
 		}
 		fmt.Fprintln(&list, m)
 	}
+	loaded := slices.Clone(vm.modules())
+	for _, p := range vm.ModuleFiles {
+		info, err := vm.CheckModuleFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(loaded, info.Name) {
+			return nil, fmt.Errorf("loopback: module file %s: the guest loads a module %s already", p, info.Name)
+		}
+		loaded = append(loaded, info.Name)
+		if err := a.addFile("modules/"+info.Name+".ko", p, 0o644); err != nil {
+			return nil, err
+		}
+		fmt.Fprintln(&list, info.Name)
+	}
+	if _, err := linkModule(job.linkType()); err != nil {
+		return nil, err
+	}
 	a.add("modules.list", 0o644, list.Bytes())
 	j, err := json.Marshal(job)
 	if err != nil {
@@ -303,6 +377,114 @@ func (vm *VM) Initramfs(job Job) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// ModuleInfo is what a kernel module file says of itself in its .modinfo
+// section (what modinfo prints).
+type ModuleInfo struct {
+	// Name is the module's name ("siw").
+	Name string
+	// Vermagic is the kernel it was built for: its release, then
+	// flags ("6.1.0-57-amd64 SMP preempt mod_unload modversions").
+	Vermagic string
+	// Depends are the modules it needs loaded first.
+	Depends []string
+}
+
+// Release is the kernel release the module was built for: the first word
+// of Vermagic.
+func (m ModuleInfo) Release() string {
+	if f := strings.Fields(m.Vermagic); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
+// ReadModuleInfo reads the .modinfo section of the kernel module file p
+// (a plain ELF .ko, not a compressed one).
+func ReadModuleInfo(p string) (ModuleInfo, error) {
+	f, err := elf.Open(p)
+	if err != nil {
+		return ModuleInfo{}, fmt.Errorf("loopback: module file %s is not a plain .ko (ELF) file: %w", p, err)
+	}
+	defer f.Close()
+	sec := f.Section(".modinfo")
+	if sec == nil {
+		return ModuleInfo{}, fmt.Errorf("loopback: module file %s has no .modinfo section: not a kernel module", p)
+	}
+	b, err := sec.Data()
+	if err != nil {
+		return ModuleInfo{}, fmt.Errorf("loopback: module file %s: reading .modinfo: %w", p, err)
+	}
+	return parseModinfo(p, b)
+}
+
+// parseModinfo reads the NUL-separated key=value strings of a .modinfo
+// section; name and vermagic must be there.
+func parseModinfo(p string, b []byte) (ModuleInfo, error) {
+	var m ModuleInfo
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		k, v, ok := strings.Cut(string(kv), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "name":
+			m.Name = v
+		case "vermagic":
+			m.Vermagic = v
+		case "depends":
+			for _, d := range strings.Split(v, ",") {
+				if d != "" {
+					m.Depends = append(m.Depends, d)
+				}
+			}
+		}
+	}
+	switch {
+	case m.Name == "":
+		return m, fmt.Errorf("loopback: module file %s: .modinfo has no name", p)
+	case strings.ContainsAny(m.Name, "/ \t\n") || m.Name == "." || m.Name == "..":
+		return m, fmt.Errorf("loopback: module file %s: .modinfo names the module %q, which is no module name", p, m.Name)
+	case m.Release() == "":
+		return m, fmt.Errorf("loopback: module file %s: .modinfo has no vermagic", p)
+	}
+	return m, nil
+}
+
+// KernelRelease is the guest kernel's release: the name of its module
+// tree (Modules), e.g. "6.1.0-57-amd64".
+func (vm *VM) KernelRelease() string { return filepath.Base(vm.Modules) }
+
+// CheckModuleFile reads the module file p and checks that the guest can
+// load it after its modules: built for the guest kernel (vermagic names
+// KernelRelease), and each module it depends on loaded before it
+// (LoadModules, or an earlier ModuleFiles entry). [VM.Initramfs] checks
+// every ModuleFiles entry this way; call it to check a file before
+// anything is made.
+func (vm *VM) CheckModuleFile(p string) (ModuleInfo, error) {
+	info, err := ReadModuleInfo(p)
+	if err != nil {
+		return info, err
+	}
+	if rel := vm.KernelRelease(); info.Release() != rel {
+		return info, fmt.Errorf("loopback: module file %s was built for kernel %s (vermagic %q), but the guest runs %s: rebuild it against that kernel's headers (ci/siw.sh build)", p, info.Release(), info.Vermagic, rel)
+	}
+	before := slices.Clone(vm.modules())
+	for _, q := range vm.ModuleFiles {
+		if q == p {
+			break
+		}
+		if i, err := ReadModuleInfo(q); err == nil {
+			before = append(before, i.Name)
+		}
+	}
+	for _, d := range info.Depends {
+		if !slices.Contains(before, d) {
+			return info, fmt.Errorf("loopback: module file %s (%s) depends on %s, which the guest does not load before it (its modules: %s)", p, info.Name, d, strings.Join(before, ", "))
+		}
+	}
+	return info, nil
 }
 
 // hostsFile is the guest's /etc/hosts: localhost, then lines.

@@ -46,6 +46,16 @@
 // status is the first non-zero status in guest order; when one command
 // fails the others are stopped. ci/fabric/cluster.sh boots a Slurm
 // cluster this way.
+//
+// With -siw FILE the single guest runs Soft-iWARP instead of Soft-RoCE:
+// Debian's kernel is built without siw, so FILE is a siw.ko built for the
+// guest kernel (ci/siw.sh build prints its path; docs/siw.md). The guest
+// loads crc32c_generic and libcrc32c, then FILE, and makes siw0 on veth0
+// (192.0.2.1/24) where it would make rxe0; the command finds it in
+// RDMA_DEVICE=siw0. FILE is checked before the guest boots: a kernel
+// module named siw whose vermagic names the guest kernel's release.
+//
+//	go run ./loopback/cmd/rxevm -siw "$(bash ci/siw.sh build)" -- ibv_devinfo -d siw0
 package main
 
 import (
@@ -80,6 +90,7 @@ func run() int {
 		cluster = flag.Int("cluster", 0, fmt.Sprintf("boot this many guests (2..%d) on one virtual Ethernet segment and run COMMAND in each", loopback.MaxClusterSize))
 		netdev  = flag.String("netdev", "", "host network interface for a new rxe device (kind 2 machines); default: a veth pair made for the run ("+loopback.HostVethName+", "+loopback.HostVethAddr+"), so RoCE stays off the host's real network")
 		verbose = flag.Bool("v", false, "print the guest console (kernel messages, init progress) to stderr")
+		siw     = flag.String("siw", "", "boot the guest with Soft-iWARP: load this siw.ko (built for the guest kernel: ci/siw.sh build) and make siw0 on veth0 instead of rxe0 (RDMA_DEVICE=siw0); one guest only, always in qemu")
 	)
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: rxevm [flags] -- COMMAND [ARGS...]\n       rxevm -pair [flags] -- COMMAND_A [ARGS...] ::: COMMAND_B [ARGS...]\n       rxevm -cluster N [flags] -- COMMAND [ARGS...]\n")
@@ -100,6 +111,9 @@ func run() int {
 	switch {
 	case *pair && *cluster != 0:
 		fmt.Fprintf(os.Stderr, "rxevm: -pair and -cluster exclude each other\n")
+		return 2
+	case *siw != "" && (*pair || *cluster != 0):
+		fmt.Fprintf(os.Stderr, "rxevm: -siw boots one guest; it excludes -pair and -cluster\n")
 		return 2
 	case *cluster != 0 && (*cluster < 2 || *cluster > loopback.MaxClusterSize):
 		fmt.Fprintf(os.Stderr, "rxevm: -cluster %d is out of range 2..%d\n", *cluster, loopback.MaxClusterSize)
@@ -147,11 +161,13 @@ func run() int {
 	if err != nil {
 		return fail(err)
 	}
+	// -siw needs the guest: its siw.ko is built for the guest's kernel.
+	guest := *forceVM || *siw != ""
 	switch {
-	case !*forceVM && m.Kind == loopback.HasDevice:
+	case !guest && m.Kind == loopback.HasDevice:
 		fmt.Fprintf(os.Stderr, "rxevm: native run (%s)\n", m.Reason)
 		return native(ctx, *timeout, args)
-	case !*forceVM && m.Kind == loopback.HasRxeModule && os.Geteuid() == 0:
+	case !guest && m.Kind == loopback.HasRxeModule && os.Geteuid() == 0:
 		dev := *netdev
 		if dev == "" {
 			veth, err := loopback.EnsureVeth(loopback.HostVethName, loopback.HostVethPeer, loopback.HostVethAddr)
@@ -193,6 +209,12 @@ func run() int {
 	job, err := hostJob(args)
 	if err != nil {
 		return fail(err)
+	}
+	if *siw != "" {
+		if err := useSiw(vm, &job, *siw); err != nil {
+			fmt.Fprintf(os.Stderr, "rxevm: %v\n", err)
+			return 2
+		}
 	}
 	code, err := vm.Run(ctx, job, os.Stdout)
 	if err != nil {
