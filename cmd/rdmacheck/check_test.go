@@ -85,7 +85,7 @@ func TestSteps(t *testing.T) {
 		"ok   control channel: TCP to 127.0.0.1:",
 		"far end rxe0 port 1, GID index 3 ::ffff:192.0.2.2 RoCE v2",
 		"ok   udp 4791: a RoCE v2 datagram (UD SEND, 64 B, 1 sent) reached the far end's UD QP",
-		"ok   rdma_cm connect: RC QP 0x",
+		"ok   rdma_cm connect: RC QP 0x", "connected to the far end's QP 0x", "through rdma_cm at 127.0.0.1:1 in",
 		"ok   ping-pong: 20 × 64 B SEND/RECV round trips, every payload checked on both ends; round trip min",
 		"(a bring-up figure, not a benchmark)",
 		"ok   disconnect: disconnected; every verbs object released here (verbs.Live: 0 open) and at the far end (0 open)",
@@ -239,10 +239,28 @@ func TestSteps(t *testing.T) {
 		{
 			name: "rdma_cm rejected",
 			setup: func(fab *fakeFabric, _, _ *fakeHost, _, _ *config) {
-				fab.dialErr = errors.New("RDMA_CM_EVENT_REJECTED (status 28)")
+				fab.dialErr = &verbs.CMError{Op: "connect", Addr: netip.MustParseAddrPort("192.0.2.2:18518"), Event: "RDMA_CM_EVENT_REJECTED", Status: 8, Kind: verbs.ErrCMRejected}
 			},
 			step: stepCM,
-			want: []string{"FAIL rdma_cm connect: to 127.0.0.1:1: RDMA_CM_EVENT_REJECTED (status 28)", " — the connection manager failed"},
+			want: []string{"FAIL rdma_cm connect: to 127.0.0.1:1: verbs: rdma_cm connect to 192.0.2.2:18518: RDMA_CM_EVENT_REJECTED (status 8",
+				" — the far end's connection manager refused it: nothing listens on that port (a wrong -port, or the far end is not rdmacheck -listen), or the far end refused the QP"},
+		},
+		{
+			name: "rdma_cm: no RDMA path",
+			setup: func(fab *fakeFabric, _, _ *fakeHost, _, _ *config) {
+				fab.dialErr = &verbs.CMError{Op: "resolve address", Addr: netip.MustParseAddrPort("192.0.2.2:18518"), Event: "RDMA_CM_EVENT_ADDR_ERROR", Status: -113, Kind: verbs.ErrCMUnreachable}
+			},
+			step: stepCM,
+			want: []string{"FAIL rdma_cm connect: to 127.0.0.1:1: verbs: rdma_cm resolve address", "RDMA_CM_EVENT_ADDR_ERROR",
+				" — no RDMA path to the far end: its address does not resolve to an RDMA device here"},
+		},
+		{
+			name: "rdma_cm: another device",
+			setup: func(fab *fakeFabric, _, _ *fakeHost, _, _ *config) {
+				fab.dialErr = &verbs.CMError{Op: "resolve address", Addr: netip.MustParseAddrPort("192.0.2.2:18518"), Kind: verbs.ErrCMWrongDevice, Detail: "the address is on mlx5_1, the QP on rxe0"}
+			},
+			step: stepCM,
+			want: []string{"the address is on mlx5_1, the QP on rxe0", " — the address is on another RDMA device than the one checked: give -d the device"},
 		},
 		{
 			name: "rdma_cm unreachable",
@@ -251,7 +269,7 @@ func TestSteps(t *testing.T) {
 			},
 			step: stepCM,
 			want: []string{"FAIL rdma_cm connect: to 127.0.0.1:1: no answer to the connection request: i/o timeout",
-				"— no rdma_cm answer in time: RoCE packets dropped on the path (firewall, switch port without RoCE), or a wrong GID/RoCE version"},
+				"— no answer from the far end's connection manager in time: RoCE packets (UDP 4791) dropped on the path (firewall, switch port without RoCE), a wrong GID/RoCE version, or the far end did not accept"},
 			far: []string{"FAIL rdma_cm connect: no rdma_cm connection accepted on 127.0.0.1:1"},
 		},
 		{

@@ -197,7 +197,6 @@ func (d *fakeDevice) DialCM(dst netip.AddrPort, size int, deadline time.Time) (C
 	near := &fakeConn{h: d.h, dir: 'a', in: make(chan []byte, 4), local: fab.qpn()}
 	far := &fakeConn{dir: 'b', in: make(chan []byte, 4), local: fab.qpn()}
 	near.peer, far.peer = far, near
-	near.remote, far.remote = far.local, near.local
 	d.h.opened("rc qp")
 	select {
 	case ch <- far:
@@ -236,16 +235,16 @@ func (l *fakeListener) Close() error {
 }
 
 type fakeConn struct {
-	h             *fakeHost
-	dir           byte // what this end sends: 'a' near, 'b' far
-	in            chan []byte
-	peer          *fakeConn
-	local, remote uint32
-	sent          int
-	closed        bool
+	h      *fakeHost
+	dir    byte // what this end sends: 'a' near, 'b' far
+	in     chan []byte
+	peer   *fakeConn
+	local  uint32
+	sent   int
+	closed bool
 }
 
-func (c *fakeConn) QPNs() (uint32, uint32) { return c.local, c.remote }
+func (c *fakeConn) QPN() uint32 { return c.local }
 
 func (c *fakeConn) Send(p []byte, deadline time.Time) error {
 	b := slices.Clone(p)

@@ -168,8 +168,11 @@ func farSession(h Host, c config, nc net.Conn, r *reporter, rel *releaser) error
 		return failTo(fail(stepCM, fmt.Sprintf("no rdma_cm connection accepted on %s: %v", at, err), cmCause(err), err))
 	}
 	rel.add(conn.Close)
-	lq, rq := conn.QPNs()
-	r.ok(stepCM, fmt.Sprintf("accepted RC QP 0x%x from QP 0x%x on %s", lq, rq, at))
+	// Its receives are posted: the near end may send.
+	if err := t.send(message{Type: msgCM, QPN: conn.QPN(), Got: true}, time.Now().Add(c.timeout)); err != nil {
+		return fmt.Errorf("sending the connection's QPN: %w", err)
+	}
+	r.ok(stepCM, fmt.Sprintf("accepted an rdma_cm connection on %s to RC QP 0x%x", at, conn.QPN()))
 
 	// Step 6.
 	in, out := make([]byte, hello.Size), make([]byte, hello.Size)

@@ -194,8 +194,16 @@ func runNear(h Host, c config, out io.Writer) (err error) {
 		return fail(stepCM, what, cmCause(err), err)
 	}
 	rel.add(conn.Close)
-	lq, rq := conn.QPNs()
-	r.ok(stepCM, fmt.Sprintf("RC QP 0x%x connected to QP 0x%x through rdma_cm at %s in %s", lq, rq, dst, roundDur(time.Since(start))))
+	took := time.Since(start)
+	// The far end says when its receives are posted.
+	acc, err := t.expect(time.Now().Add(c.timeout), msgCM)
+	if err != nil {
+		return ctlFailure(stepCM, far, "word of the accepted connection", c.timeout, err)
+	}
+	if !acc.Got || acc.QPN == 0 || acc.QPN > 0xffffff {
+		return fail(stepCM, fmt.Sprintf("the far end %s reported the connection with QPN %d (valid: 1-0xffffff)", far, acc.QPN), "the far end is not a compatible rdmacheck", nil)
+	}
+	r.ok(stepCM, fmt.Sprintf("RC QP 0x%x connected to the far end's QP 0x%x through rdma_cm at %s in %s", conn.QPN(), acc.QPN, dst, roundDur(took)))
 
 	// Step 6: ping-pongs.
 	if serr := nearPings(conn, c, r, t, far); serr != nil {

@@ -94,8 +94,8 @@ type CMListener interface {
 
 // Conn is a connected RC QP with receives posted, for SEND/RECV.
 type Conn interface {
-	// QPNs are this end's and the far end's QP numbers.
-	QPNs() (local, remote uint32)
+	// QPN is this end's QP number.
+	QPN() uint32
 	// Send sends p and waits, until the deadline, for its completion.
 	Send(p []byte, deadline time.Time) error
 	// Recv waits until the deadline for the next message and copies it
