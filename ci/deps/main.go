@@ -9,7 +9,8 @@
 // /lib/modules/$(uname -r)), chooses the packages with Packages, and
 // installs those dpkg does not list as installed. Where RDMA is native
 // that is the user-space RDMA stack and tools only; the qemu guest's
-// packages (qemu, a kernel that ships rdma_rxe, busybox-static) come only
+// packages (qemu, a kernel that ships rdma_rxe, busybox-static,
+// rdmacm-utils, and on Debian that kernel's headers for ci/siw.sh) come only
 // without native RDMA or with -vm (make test boots guests everywhere). On
 // Ubuntu the kernel is linux-image-generic and the modules package of its
 // release that carries rdma_rxe (linux-modules-extra-<release>); on Debian

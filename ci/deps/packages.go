@@ -69,7 +69,8 @@ var clusterServices = []string{"munge.service", "slurmd.service", "slurmctld.ser
 
 // Packages returns the packages h needs, in install order: the user-space
 // RDMA stack and tools always; the qemu guest's (qemu, a kernel that
-// ships rdma_rxe, busybox-static for the initramfs) and the guest
+// ships rdma_rxe, busybox-static for the initramfs, rdmacm-utils for
+// rping, and on Debian the kernel's headers for ci/siw.sh) and the guest
 // cluster's (slurm-wlm, munge) only when h has no native RDMA or asks for
 // the guest (VM). The kernel is linux-image-<arch> on Debian, and
 // linux-image-generic plus linux-modules-extra-<release> (where Ubuntu
@@ -92,14 +93,18 @@ func Packages(h Host) ([]string, error) {
 	pkgs = append(pkgs, qemu)
 	switch d {
 	case Debian:
-		pkgs = append(pkgs, "linux-image-"+h.Arch)
+		// The headers of the same kernel: ci/siw.sh builds siw.ko,
+		// which Debian's kernel lacks, against them (docs/siw.md).
+		pkgs = append(pkgs, "linux-image-"+h.Arch, "linux-headers-"+h.Arch)
 	case Ubuntu:
 		if h.UbuntuKernel == "" {
 			return nil, fmt.Errorf("%s: the kernel release of linux-image-generic is unknown, so is the name of its linux-modules-extra package", name)
 		}
 		pkgs = append(pkgs, "linux-image-generic", "linux-modules-extra-"+h.UbuntuKernel)
 	}
-	pkgs = append(pkgs, "busybox-static")
+	// rdmacm-utils: rping, the Soft-iWARP pass's check that siw moves
+	// data without rdmabench's code (ci/siw.sh pass).
+	pkgs = append(pkgs, "busybox-static", "rdmacm-utils")
 	return append(pkgs, clusterPackages...), nil
 }
 
