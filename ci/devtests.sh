@@ -82,6 +82,29 @@ for p in "$@"; do
 		grep -vE '^Benchmark[^[:space:]]*$' "$blog"
 		bash "$root/ci/skips.sh" "$blog" bench "the benchmarks (-short)" || { ((rc2 != 0)) || rc2=1; }
 		((rc == 0)) && rc=$rc2
+		# The perftest families once more with every pair connected
+		# through rdma_cm (-rdma.cm, perftest's -R): -short (RC), then
+		# UD and UC once each, so the UD path runs and UC's skip (which
+		# only the cm pass allows: ci/skips.allow) is seen.
+		echo "=== benchmarks through rdma_cm (-rdma.cm, -short; SendLat and SendBW also UD and UC): $p"
+		clog=$root/.cache/devtests-bench-cm.log
+		rc2=0
+		: >"$clog"
+		for bench in '^Benchmark(Send|Write|Read|Atomic)(Lat|BW)$' \
+			'^BenchmarkSendLat$/^transport=(UD|UC)$/^size=8$/^inline=false$/^mode=poll$' \
+			'^BenchmarkSendBW$/^transport=(UD|UC)$/^size=64$/'; do
+			short=-test.short
+			[[ $bench == *transport=* ]] && short=
+			(cd "$root/$p" && "$bin" -test.run '^$' -test.bench "$bench" $short -test.benchtime 100x \
+				-test.v -test.timeout 10m -rdma.timeout 10s -rdma.cm 2>&1) >>"$clog" || rc2=1
+		done
+		grep -vE '^Benchmark[^[:space:]]*$' "$clog"
+		checked $rc2 "$(cat "$clog")" '^rdma-connect: cm$' "the -rdma.cm pass printed no 'rdma-connect: cm' configuration line"
+		rc2=$?
+		checked $rc2 "$(cat "$clog")" '^BenchmarkSendLat/transport=UD/.*[[:space:]]100[[:space:]]' "the -rdma.cm pass ran no UD SendLat"
+		rc2=$?
+		bash "$root/ci/skips.sh" "$clog" cm "the benchmarks through rdma_cm (-rdma.cm)" || { ((rc2 != 0)) || rc2=1; }
+		((rc == 0)) && rc=$rc2
 	fi
 	if ((rc != 0)); then
 		echo "FAIL: device tests of $p (exit $rc)"

@@ -101,6 +101,7 @@ func PrintConfig(w io.Writer) {
 // the chosen device.
 func Config() [][2]string {
 	cfg := [][2]string{}
+	cm := false
 	d, err := OpenDev()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "rdmatest: no device for the configuration lines: %v\n", err)
@@ -119,6 +120,7 @@ func Config() [][2]string {
 			[2]string{"rdma-gid-index", fmt.Sprint(d.GIDEntry.Index)},
 			[2]string{"rdma-cpus", d.cpus.Line()},
 		)
+		cm = d.UseCM()
 		d.Close()
 	}
 	cfg = append(cfg, [2]string{"kernel", kernelRelease()}, [2]string{"rdma-core", rdmaCoreVersion()})
@@ -134,6 +136,12 @@ func Config() [][2]string {
 		if o.Warmup != 1 {
 			cfg = append(cfg, [2]string{"rdma-warmup", strconv.Itoa(o.Warmup)})
 		}
+	}
+	if cm {
+		// How pairs were connected, only when through rdma_cm (-rdma.cm,
+		// or by default on iWARP): by hand is the default, and results
+		// of builds that printed no such line stay comparable.
+		cfg = append(cfg, [2]string{"rdma-connect", "cm"})
 	}
 	cfg = append(cfg, slowConfig()...)
 	if os.Getenv("RDMA_IN_VM") == "1" {

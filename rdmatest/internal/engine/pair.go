@@ -294,6 +294,9 @@ func NewPair(tb testing.TB, d *Dev, cfg PairConfig) *Pair {
 	if err := cfg.check(); err != nil {
 		fatal(tb, err)
 	}
+	if r := d.cmSkip(cfg.Transport); r != "" {
+		skip(tb, r)
+	}
 	p := &Pair{Dev: d, Cfg: cfg}
 	tb.Cleanup(func() {
 		if err := p.close(); err != nil {
@@ -327,6 +330,9 @@ func (p *Pair) open() error {
 		return err
 	}
 	p.B.QKey = p.A.QKey
+	if d.UseCM() {
+		return p.connectCM()
+	}
 	epB, err := p.B.Endpoints(d, 1)
 	if err != nil {
 		return err

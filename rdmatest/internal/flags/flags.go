@@ -37,6 +37,64 @@ type Options struct {
 	// Warmup is how many untimed, unrecorded round trips a latency run
 	// makes before its samples (0 … MaxWarmup; default 1).
 	Warmup int
+	// CM says how pairs are connected: through rdma_cm (CMOn), by hand
+	// (CMOff), or through rdma_cm only where that is the only way, an
+	// iWARP device (CMAuto, the default): see CMMode.Use.
+	CM CMMode
+}
+
+// CMMode is the -rdma.cm setting: auto, on (true) or off (false).
+type CMMode int
+
+// CM modes.
+const (
+	CMAuto CMMode = iota // rdma_cm on iWARP devices, by hand elsewhere
+	CMOn                 // every pair through rdma_cm
+	CMOff                // every pair by hand
+)
+
+// String returns "auto", "true" or "false" (what Set reads back).
+func (m CMMode) String() string {
+	switch m {
+	case CMOn:
+		return "true"
+	case CMOff:
+		return "false"
+	}
+	return "auto"
+}
+
+// Set reads a boolean (1, true, 0, false, …) or "auto".
+func (m *CMMode) Set(s string) error {
+	if s == "auto" {
+		*m = CMAuto
+		return nil
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want a boolean (1, true, 0 or false) or auto, not %q", s)
+	}
+	*m = CMOff
+	if b {
+		*m = CMOn
+	}
+	return nil
+}
+
+// IsBoolFlag lets -rdma.cm alone mean -rdma.cm=true.
+func (m *CMMode) IsBoolFlag() bool { return true }
+
+// Use tells whether pairs on a device whose transport is iwarp are
+// connected through rdma_cm: always with CMOn, never with CMOff, and
+// with CMAuto only on iWARP (whose QPs only the kernel's iw_cm can
+// move to RTS).
+func (m CMMode) Use(iwarp bool) bool { return m == CMOn || (m == CMAuto && iwarp) }
+
+// parseCMMode is CMMode.Set as a parse function for the environment.
+func parseCMMode(s string) (CMMode, error) {
+	var m CMMode
+	err := m.Set(s)
+	return m, err
 }
 
 // MaxWarmup bounds -rdma.warmup.
@@ -59,6 +117,7 @@ var (
 	flagTokenF  = ptr(env("RDMA_PEER_TOKEN_FILE", ""))
 	flagSignal  = ptr(envParse("RDMA_SIGNAL_ALL", false, strconv.ParseBool, "a boolean (1, true, 0 or false)"))
 	flagWarmup  = ptr(envInt("RDMA_WARMUP", 1))
+	flagCM      = ptr(envParse("RDMA_CM", CMAuto, parseCMMode, "a boolean (1, true, 0 or false) or auto"))
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -91,6 +150,7 @@ func Register(fs *flag.FlagSet) {
 	fs.StringVar(flagTokenF, "rdma.peer-token-file", *flagTokenF, "file holding the shared secret the peer requires [RDMA_PEER_TOKEN_FILE]")
 	fs.BoolVar(flagSignal, "rdma.signal-all", *flagSignal, "latency runs do perftest's latency work: every WR signaled and awaited, receives reposted per message, on both sides [RDMA_SIGNAL_ALL]")
 	fs.IntVar(flagWarmup, "rdma.warmup", *flagWarmup, fmt.Sprintf("untimed round trips before a latency run's samples, 0 … %d [RDMA_WARMUP]", MaxWarmup))
+	fs.Var(flagCM, "rdma.cm", "connect every pair through rdma_cm (perftest's -R) instead of by hand: true, false or auto (through rdma_cm on iWARP devices only); UC cannot be connected through rdma_cm and skips [RDMA_CM]")
 }
 
 // peerToken is the peer's secret from -rdma.peer-token or the file
@@ -139,7 +199,7 @@ var envErrs []error
 func Opts() (Options, error) {
 	o, errs := deviceOpts()
 	o.HlogDir, o.Peer = *flagHlog, *flagPeer
-	o.SignalAll, o.Warmup = *flagSignal, *flagWarmup
+	o.SignalAll, o.Warmup, o.CM = *flagSignal, *flagWarmup, *flagCM
 	if o.Warmup < 0 || o.Warmup > MaxWarmup {
 		errs = append(errs, fmt.Errorf("rdmatest: -rdma.warmup %d is out of range 0 … %d", o.Warmup, MaxWarmup))
 	}

@@ -64,7 +64,7 @@ func rdmaFlags(fs *flag.FlagSet) []string {
 func TestRegister(t *testing.T) {
 	all := flag.NewFlagSet("bench", flag.ContinueOnError)
 	Register(all)
-	assert.Equal(t, []string{"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.hlog", "rdma.peer", "rdma.peer-token", "rdma.peer-token-file", "rdma.port", "rdma.signal-all", "rdma.timeout", "rdma.warmup"}, rdmaFlags(all))
+	assert.Equal(t, []string{"rdma.cm", "rdma.cpus", "rdma.dev", "rdma.gid", "rdma.hlog", "rdma.peer", "rdma.peer-token", "rdma.peer-token-file", "rdma.port", "rdma.signal-all", "rdma.timeout", "rdma.warmup"}, rdmaFlags(all))
 
 	dev := flag.NewFlagSet("peer", flag.ContinueOnError)
 	RegisterDevice(dev)
@@ -109,17 +109,24 @@ func TestOptsWithoutFlags(t *testing.T) {
 		return c
 	}
 	c := child("RDMA_DEVICE=mlx9", "RDMA_PORT=2", "RDMA_GID_INDEX=3", "RDMA_TIMEOUT=7s", "RDMA_HLOG_DIR=/tmp/h",
-		"RDMA_PEER=hostB:18515", "RDMA_CPUS=none", "RDMA_PEER_TOKEN=0123456789abcdef", "RDMA_SIGNAL_ALL=true", "RDMA_WARMUP=0")
+		"RDMA_PEER=hostB:18515", "RDMA_CPUS=none", "RDMA_PEER_TOKEN=0123456789abcdef", "RDMA_SIGNAL_ALL=true", "RDMA_WARMUP=0", "RDMA_CM=1")
 	assert.Empty(t, c.Registered, "nothing is registered on import")
 	assert.Empty(t, c.Err)
 	assert.Equal(t, Options{Device: "mlx9", Port: 2, GIDIndex: 3, Timeout: 7 * time.Second, HlogDir: "/tmp/h",
-		Peer: "hostB:18515", PeerToken: "0123456789abcdef", CPUs: "none", SignalAll: true}, c.Opts)
+		Peer: "hostB:18515", PeerToken: "0123456789abcdef", CPUs: "none", SignalAll: true, CM: CMOn}, c.Opts)
 
 	c = child()
 	assert.Empty(t, c.Err)
 	assert.Equal(t, Options{Port: 1, GIDIndex: -1, Timeout: 10 * time.Second, Warmup: 1}, c.Opts, "the defaults")
 
-	c = child("RDMA_PORT=abc", "RDMA_TIMEOUT=fast", "RDMA_SIGNAL_ALL=sometimes", "RDMA_WARMUP=-1")
+	c = child("RDMA_CM=auto")
+	assert.Empty(t, c.Err)
+	assert.Equal(t, CMAuto, c.Opts.CM)
+	c = child("RDMA_CM=false")
+	assert.Equal(t, CMOff, c.Opts.CM)
+
+	c = child("RDMA_PORT=abc", "RDMA_TIMEOUT=fast", "RDMA_SIGNAL_ALL=sometimes", "RDMA_WARMUP=-1", "RDMA_CM=maybe")
+	assert.Contains(t, c.Err, `RDMA_CM="maybe" is not a boolean (1, true, 0 or false) or auto`)
 	assert.Contains(t, c.Err, `RDMA_SIGNAL_ALL="sometimes" is not a boolean`)
 	assert.Contains(t, c.Err, "-rdma.warmup -1 is out of range 0 … 1000000")
 	assert.Contains(t, c.Err, `RDMA_PORT="abc" is not an integer`)
@@ -216,4 +223,38 @@ func opts(t *testing.T, set func()) func() error {
 		_, err := Opts()
 		return err
 	}
+}
+
+func TestCMFlag(t *testing.T) {
+	saved := *flagCM
+	t.Cleanup(func() { *flagCM = saved })
+	for _, tc := range []struct {
+		args []string
+		want CMMode
+	}{
+		{nil, CMAuto}, {[]string{"-rdma.cm"}, CMOn}, {[]string{"-rdma.cm=true"}, CMOn}, {[]string{"-rdma.cm=0"}, CMOff},
+		{[]string{"-rdma.cm=auto"}, CMAuto},
+	} {
+		*flagCM = CMAuto
+		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+		Register(fs)
+		require.NoError(t, fs.Parse(tc.args), "%v", tc.args)
+		o, err := Opts()
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, o.CM, "%v", tc.args)
+	}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	Register(fs)
+	err := fs.Parse([]string{"-rdma.cm=sometimes"})
+	assert.ErrorContains(t, err, `invalid boolean value "sometimes" for -rdma.cm: want a boolean (1, true, 0 or false) or auto, not "sometimes"`)
+
+	// Use: auto means rdma_cm only on iWARP.
+	assert.True(t, CMAuto.Use(true))
+	assert.False(t, CMAuto.Use(false))
+	assert.True(t, CMOn.Use(false))
+	assert.False(t, CMOff.Use(true))
+	assert.Equal(t, "auto", CMAuto.String())
+	assert.Equal(t, "true", CMOn.String())
+	assert.Equal(t, "false", CMOff.String())
 }
