@@ -180,7 +180,7 @@ func runNear(h Host, c config, out io.Writer) (err error) {
 	if cm.CMPort <= 0 || cm.CMPort > 65535 {
 		return fail(stepCM, fmt.Sprintf("the far end %s named rdma_cm port %d (valid: 1-65535)", far, cm.CMPort), "the far end is not a compatible rdmacheck", nil)
 	}
-	dst := netip.AddrPortFrom(farIP.Addr(), uint16(cm.CMPort))
+	dst := netip.AddrPortFrom(farIP.Addr().Unmap(), uint16(cm.CMPort))
 	start = time.Now()
 	conn, err := d.DialCM(dst, c.size, time.Now().Add(c.timeout))
 	if err != nil {
