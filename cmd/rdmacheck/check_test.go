@@ -229,6 +229,23 @@ func TestSteps(t *testing.T) {
 			want: []string{"ok   udp 4791: does not apply: rxe0 port 1 is InfiniBand: its packets are not carried in UDP", "ok   disconnect:"},
 		},
 		{
+			name: "iWARP: UDP does not apply",
+			setup: func(_ *fakeFabric, near, far *fakeHost, _, _ *config) {
+				for _, h := range []*fakeHost{near, far} {
+					h.devs, h.port.Transport = []string{"siw0"}, verbs.NodeTransportIWARP
+				}
+			},
+			want: []string{"ok   udp 4791: does not apply: siw0 is iWARP: RDMA over TCP (the rdma_cm step's connection), no UDP port 4791", "ok   rdma_cm connect:", "ok   disconnect:"},
+		},
+		{
+			name: "the far end takes no RoCE v2",
+			setup: func(_ *fakeFabric, _, far *fakeHost, _, _ *config) {
+				far.port.Transport = verbs.NodeTransportIWARP
+			},
+			step: stepUDP,
+			want: []string{"FAIL udp 4791: the far end 127.0.0.1:", " has no UD QP for the datagram: its port takes no RoCE v2 (Ethernet, GID index 3 RoCE v2) — the two ends are not alike"},
+		},
+		{
 			name: "RoCE versions differ",
 			setup: func(_ *fakeFabric, _, _ *fakeHost, _, fc *config) {
 				fc.gidIndex = 2

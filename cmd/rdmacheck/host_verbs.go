@@ -74,7 +74,7 @@ func (v *verbsDevice) Port(port int) (PortFacts, error) {
 	if err != nil {
 		return PortFacts{}, err
 	}
-	f := PortFacts{Device: v.d.Name(), Port: port, State: pa.State, LinkLayer: pa.LinkLayer,
+	f := PortFacts{Device: v.d.Name(), Port: port, State: pa.State, LinkLayer: pa.LinkLayer, Transport: v.d.Attr().NodeTransport,
 		ActiveMTU: pa.ActiveMTU, Speed: pa.ActiveSpeed, Width: pa.ActiveWidth, GIDTableLen: pa.GIDTableLen}
 	dir := v.portDir(port)
 	// phys_state reads "5: LinkUp".

@@ -244,6 +244,10 @@ func nearUDP(d Device, c config, r *reporter, rel *releaser, t *ctl, pf PortFact
 		return fail(stepUDP, fmt.Sprintf("this end's GID index %d is RoCE v2 but the far end's (index %d, %s) is %s", g.Index, fh.GIDIndex, farGID, farType),
 			"both ends must use the same RoCE version: a wrong GID index (-x) on one of them", nil)
 	}
+	if fh.QPN == 0 {
+		return fail(stepUDP, fmt.Sprintf("the far end %s has no UD QP for the datagram: its port takes no RoCE v2 (%s, GID index %d %s)", far, fh.LinkLayer, fh.GIDIndex, farType),
+			"the two ends are not alike: check the far end's device (-d) and GID index (-x)", nil)
+	}
 	dg, err := d.Datagram(pf.Port, g.Index, udpSize)
 	if err != nil {
 		return fail(stepUDP, "cannot create the UD QP that sends the datagram: "+err.Error(), "the device refused a UD QP (its limits, or memory lock limits: ulimit -l)", err)
@@ -349,7 +353,7 @@ func validFarHello(m message, far string) (verbs.GID, verbs.GIDType, *StepError)
 	if err != nil {
 		return verbs.GID{}, 0, bad(err.Error())
 	}
-	if ty == verbs.GIDTypeRoCEv2 && (m.QPN == 0 || m.QPN > 0xffffff) {
+	if m.QPN > 0xffffff {
 		return verbs.GID{}, 0, bad(fmt.Sprintf("UD QPN %d (valid: 1-0xffffff)", m.QPN))
 	}
 	return gid, ty, nil

@@ -30,6 +30,8 @@ type PortFacts struct {
 	State     verbs.PortState
 	PhysState string // sysfs phys_state without its number, e.g. "LinkUp", "Disabled" ("" unknown)
 	LinkLayer string // verbs.LinkLayerEthernet or verbs.LinkLayerInfiniBand
+	// Transport is the device's: InfiniBand (also RoCE) or iWARP.
+	Transport verbs.NodeTransport
 	// Netdev is the network interface under a RoCE port (rxe: the one it
 	// was added on; "" on InfiniBand or when sysfs does not say), and
 	// NetdevState its operstate ("up", "down", "lowerlayerdown", …).

@@ -177,6 +177,8 @@ func orUnknown(s string) string {
 // why.
 func udpApplies(pf PortFacts, g GIDFact) (bool, string) {
 	switch {
+	case pf.Transport == verbs.NodeTransportIWARP:
+		return false, fmt.Sprintf("%s is iWARP: RDMA over TCP (the rdma_cm step's connection), no UDP port 4791", pf.Device)
 	case pf.LinkLayer == verbs.LinkLayerInfiniBand:
 		return false, fmt.Sprintf("%s port %d is InfiniBand: its packets are not carried in UDP", pf.Device, pf.Port)
 	case g.Type == verbs.GIDTypeRoCEv1:
