@@ -22,8 +22,8 @@
 //     its verdicts;
 //  4. udp 4791: a RoCE v2 datagram (a UD SEND) reaches the far end's UD
 //     QP, which confirms it over TCP (TCP passing and UDP 4791 dropped is
-//     the classic firewall); on InfiniBand or a RoCE v1 GID the step does
-//     not apply and says why;
+//     the classic firewall); on InfiniBand, iWARP or a RoCE v1 GID the
+//     step does not apply and says why;
 //  5. rdma_cm connect: an RC QP connected through the connection manager
 //     (rdma_cm on the far end's -port + 1), its error named on failure;
 //  6. ping-pong: -n SEND/RECV round trips of -s bytes over it, each
