@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -394,4 +395,64 @@ func closedPort(t *testing.T) int {
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close())
 	return port
+}
+
+// TestControlChannelFailures: a far end that is not rdmacheck, or is
+// busy, is named as such in step 3.
+func TestControlChannelFailures(t *testing.T) {
+	tests := []struct {
+		name  string
+		serve func(c net.Conn) // what the "far end" does with the connection
+		want  []string
+	}{
+		{
+			name:  "silent: busy with another client, or not rdmacheck",
+			serve: func(c net.Conn) { time.Sleep(time.Second) },
+			want:  []string{"control channel: the far end 127.0.0.1:", "did not send its hello within 300ms — the far end is stuck or serving another client (one at a time), or it is not rdmacheck -listen"},
+		},
+		{
+			name:  "another protocol",
+			serve: func(c net.Conn) { _, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\n\r\n")) },
+			want:  []string{"control channel: the control channel to 127.0.0.1:", "an unreadable control message", "— the far end is not a compatible rdmacheck -listen"},
+		},
+		{
+			name:  "closes at once",
+			serve: func(c net.Conn) {},
+			want:  []string{"control channel: the far end 127.0.0.1:", "closed the control channel — it failed or stopped: see its output"},
+		},
+		{
+			name: "a newer protocol",
+			serve: func(c net.Conn) {
+				_, _ = c.Write([]byte(`{"type":"hello","version":2,"gid":"::1","gid_type":"RoCE v2","qpn":5}` + "\n"))
+				time.Sleep(100 * time.Millisecond)
+			},
+			want: []string{"sent a bad hello: protocol version 2 (this end speaks 1) — the far end is not a compatible rdmacheck -listen"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			defer ln.Close()
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				tt.serve(c)
+				c.Close()
+			}()
+			near := newFakeHost(newFabric(), "192.0.2.1")
+			c := testConfig()
+			c.connect, c.port = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port
+			err = runNear(near, c, io.Discard)
+			var serr *StepError
+			require.ErrorAs(t, err, &serr)
+			assert.Equal(t, stepControl, serr.Step)
+			for _, w := range tt.want {
+				assert.Contains(t, serr.Error(), w)
+			}
+			assert.Empty(t, near.Live())
+		})
+	}
 }

@@ -175,7 +175,7 @@ func runNear(h Host, c config, out io.Writer) (err error) {
 	}
 	cm, err := t.expect(time.Now().Add(c.timeout), msgCM)
 	if err != nil {
-		return ctlFailure(stepCM, far, "its rdma_cm listener", c.timeout, err)
+		return ctlFailure(stepCM, far, "the port of its rdma_cm listener", c.timeout, err)
 	}
 	if cm.CMPort <= 0 || cm.CMPort > 65535 {
 		return fail(stepCM, fmt.Sprintf("the far end %s named rdma_cm port %d (valid: 1-65535)", far, cm.CMPort), "the far end is not a compatible rdmacheck", nil)
@@ -399,7 +399,10 @@ func ctlFailure(step, far, waitingFor string, timeout time.Duration, err error) 
 	case errors.As(err, &ff):
 		return fail(step, "the far end: "+strings.TrimPrefix(ff.line, step+": "), "", err)
 	case isTimeout(err):
-		return fail(step, fmt.Sprintf("the far end %s sent not %s within %s", far, waitingFor, timeout), "the far end is stuck or serving another client (one at a time), or it is not rdmacheck -listen", err)
+		if waitingFor == "" {
+			waitingFor = "its answer"
+		}
+		return fail(step, fmt.Sprintf("the far end %s did not send %s within %s", far, waitingFor, timeout), "the far end is stuck or serving another client (one at a time), or it is not rdmacheck -listen", err)
 	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
 		return fail(step, fmt.Sprintf("the far end %s closed the control channel", far), "it failed or stopped: see its output", err)
 	}
