@@ -316,6 +316,29 @@ func TestSteps(t *testing.T) {
 			want: []string{"FAIL ping-pong: payload mismatch at iteration 5 byte 60 (0x", ", seen by this end — the data was changed between the two memories"},
 		},
 		{
+			name: "an answer lost",
+			setup: func(fab *fakeFabric, _, _ *fakeHost, _, _ *config) {
+				fab.lose = func(dir byte, iter int) bool { return dir == 'b' && iter == 9 }
+			},
+			step: stepPing,
+			want: []string{"FAIL ping-pong: no answer to ping 9 of 20 within 300ms — the far end stopped answering (see its output) or the RC connection broke"},
+			far:  []string{"FAIL ping-pong: ping 10 of 20 did not arrive"},
+		},
+		{
+			name: "retries exceeded",
+			setup: func(fab *fakeFabric, _, _ *fakeHost, _, _ *config) {
+				fab.sendErr = func(dir byte, iter int) error {
+					if dir == 'a' && iter == 4 {
+						return &verbs.WCError{Status: verbs.WCRetryExcErr, WRID: 1 << 32, QPN: 0x13}
+					}
+					return nil
+				}
+			},
+			step: stepPing,
+			want: []string{"FAIL ping-pong: ping 4 of 20: the send failed: verbs: work completion", "transport retry counter exceeded",
+				"— the far end stopped acknowledging: the link or RoCE path broke mid-run, or the far end's QP is gone"},
+		},
+		{
 			name: "a leak at the far end",
 			setup: func(_ *fakeFabric, _, far *fakeHost, _, _ *config) {
 				far.leak = true

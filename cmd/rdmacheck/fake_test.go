@@ -27,6 +27,8 @@ type fakeFabric struct {
 	dialErr  error                              // DialCM fails with it
 	noAccept bool                               // the listener never sees the request
 	corrupt  func(dir byte, iter int, p []byte) // changes a message in flight ('a': near → far, 'b': far → near)
+	lose     func(dir byte, iter int) bool      // a message that never arrives
+	sendErr  func(dir byte, iter int) error     // a send that completes with this error
 }
 
 func newFabric() *fakeFabric {
@@ -248,10 +250,19 @@ func (c *fakeConn) QPN() uint32 { return c.local }
 
 func (c *fakeConn) Send(p []byte, deadline time.Time) error {
 	b := slices.Clone(p)
-	if f := c.h.fab.corrupt; f != nil {
-		f(c.dir, c.sent, b)
-	}
+	fab, i := c.h.fab, c.sent
 	c.sent++
+	if fab.sendErr != nil {
+		if err := fab.sendErr(c.dir, i); err != nil {
+			return err
+		}
+	}
+	if fab.lose != nil && fab.lose(c.dir, i) {
+		return nil
+	}
+	if f := fab.corrupt; f != nil {
+		f(c.dir, i, b)
+	}
 	select {
 	case c.peer.in <- b:
 		return nil
