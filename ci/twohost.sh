@@ -71,6 +71,22 @@ b)
 	rc=$?
 	grep -vE '^Benchmark[^[:space:]]*$' "$blog"
 	bash "$root/ci/skips.sh" "$blog" peer-bench "the benchmarks against the peer (-short)" || { ((rc != 0)) || rc=1; }
+	# A few families once more with the peer accepting through rdma_cm
+	# (-rdma.cm, perftest's -R): the Setup asks for it, b dials a's
+	# listener once per QP.
+	echo "=== benchmarks against the peer through rdma_cm (-rdma.cm, -short)"
+	clog=$root/.cache/twohost-bench-cm.log
+	(cd bench_test && ../.cache/testbin/bench_test.test -test.run '^$' -test.short -test.benchtime 100x \
+		-test.bench '^Benchmark(SendLat|WriteLat|SendBW)$' -test.v \
+		-rdma.peer "$peer" -rdma.timeout 20s -rdma.cm 2>&1) >"$clog"
+	rc2=$?
+	grep -vE '^Benchmark[^[:space:]]*$' "$clog"
+	if ((rc2 == 0)) && ! grep -q '^rdma-connect: cm$' "$clog"; then
+		echo "FAIL: the -rdma.cm pass against the peer printed no 'rdma-connect: cm' configuration line"
+		rc2=1
+	fi
+	bash "$root/ci/skips.sh" "$clog" peer-cm "the benchmarks against the peer through rdma_cm (-short)" || { ((rc2 != 0)) || rc2=1; }
+	((rc == 0)) && rc=$rc2
 	if ((rc == 0)); then
 		echo "=== faults over the wire"
 		wlog=$root/.cache/twohost-wire.log

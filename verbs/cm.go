@@ -349,6 +349,14 @@ func (l *CMListener) PortSpace() PortSpace { return l.ps }
 // the request answered; the requester's QPN and Q_Key come from its
 // private data (DialCM sends them), its address from the request.
 func (l *CMListener) Accept(qp *QP, deadline time.Time) (*CMConn, error) {
+	return l.AcceptFrom(qp, 0, deadline)
+}
+
+// AcceptFrom is Accept for the request of one remote QP: requests from
+// other QPs (the QPN an RC request carries, the one a UD request's
+// private data carries) are rejected and the wait goes on until deadline.
+// remoteQPN 0 accepts any, as Accept does.
+func (l *CMListener) AcceptFrom(qp *QP, remoteQPN uint32, deadline time.Time) (*CMConn, error) {
 	if err := checkCMQP("accept", qp, l.ps); err != nil {
 		return nil, err
 	}
@@ -356,7 +364,7 @@ func (l *CMListener) Accept(qp *QP, deadline time.Time) (*CMConn, error) {
 		return nil, closedErr("rdma_cm listener")
 	}
 	conn := &CMConn{qp: qp, ps: l.ps, local: l.addr}
-	if err := l.c.accept(conn, deadline); err != nil {
+	if err := l.c.accept(conn, remoteQPN, deadline); err != nil {
 		return nil, err
 	}
 	return conn, nil

@@ -491,14 +491,28 @@ func cmListen(addr netip.AddrPort, ps PortSpace) (l cCMListener, bound netip.Add
 	return l, bound, nil
 }
 
-func (l *cCMListener) accept(conn *CMConn, deadline time.Time) error {
-	// Only requests come to a listener's channel (each accepted id moves
-	// to a channel of its own): anything else ends the wait.
-	ev, err := l.expect("accept", l.addr, deadline, cmEvConnectRequest)
-	if err != nil {
-		return err
+func (l *cCMListener) accept(conn *CMConn, from uint32, deadline time.Time) error {
+	for {
+		// Only requests come to a listener's channel (each accepted id
+		// moves to a channel of its own): anything else ends the wait.
+		ev, err := l.expect("accept", l.addr, deadline, cmEvConnectRequest)
+		if err != nil {
+			return err
+		}
+		if from != 0 {
+			qpn := uint32(ev.qp_num)
+			if l.ud {
+				qpn, _, _, _, _ = parseUDHello(C.GoBytes(unsafe.Pointer(&ev.pdata[0]), ev.pdata_len))
+			}
+			if qpn != from {
+				// Not the QP we wait for: turn it away, wait on.
+				C.rdma_reject(ev.id, nil, 0)
+				C.rdma_destroy_id(ev.id)
+				continue
+			}
+		}
+		return l.acceptRequest(conn, ev, deadline)
 	}
-	return l.acceptRequest(conn, ev, deadline)
 }
 
 // acceptRequest connects conn.qp to the request ev: it moves the request's

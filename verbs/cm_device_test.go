@@ -287,3 +287,34 @@ func TestCMRefusesUC(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, verbs.QPSReset, st, "nothing was done to the QP")
 }
+
+// TestCMAcceptFrom: a listener waiting for one QP's request rejects
+// another QP's (the dialer hears REJECTED) and accepts the right one.
+func TestCMAcceptFrom(t *testing.T) {
+	dev := openDevice(t)
+	pd, err := dev.AllocPD()
+	require.NoError(t, err)
+	closeLater(t, pd)
+	stranger, a, b := cmSide(t, dev, pd, verbs.TransportRC), cmSide(t, dev, pd, verbs.TransportRC), cmSide(t, dev, pd, verbs.TransportRC)
+	l, err := verbs.ListenCM(netip.AddrPortFrom(cmAddr(t, dev), 0), verbs.PortSpaceTCP)
+	require.NoError(t, err)
+	deadline := time.Now().Add(cmTimeout)
+	type res struct {
+		c   *verbs.CMConn
+		err error
+	}
+	accepted := make(chan res, 1)
+	go func() {
+		c, err := l.AcceptFrom(b.qp, a.qp.QPN(), deadline)
+		accepted <- res{c, err}
+	}()
+	_, err = verbs.DialCM(l.Addr(), stranger.qp, deadline)
+	assert.ErrorIs(t, err, verbs.ErrCMRejected, "another QP's request is turned away")
+	ca, err := verbs.DialCM(l.Addr(), a.qp, deadline)
+	require.NoError(t, err)
+	r := <-accepted
+	require.NoError(t, r.err)
+	closeBoth(t, ca, r.c)
+	require.NoError(t, l.Close())
+	assert.Empty(t, liveCM())
+}

@@ -21,8 +21,8 @@ func cmListen(netip.AddrPort, PortSpace) (cCMListener, netip.AddrPort, error) {
 
 func cmDial(*CMConn, time.Time) error { return ErrNotSupported }
 
-func (cCMListener) closed() bool                    { return true }
-func (cCMListener) accept(*CMConn, time.Time) error { return ErrNotSupported }
-func (cCMListener) close() error                    { return nil }
-func (cCMConn) disconnect(*CMConn) error            { return ErrNotSupported }
-func (cCMConn) close(*CMConn, time.Time) error      { return nil }
+func (cCMListener) closed() bool                            { return true }
+func (cCMListener) accept(*CMConn, uint32, time.Time) error { return ErrNotSupported }
+func (cCMListener) close() error                            { return nil }
+func (cCMConn) disconnect(*CMConn) error                    { return ErrNotSupported }
+func (cCMConn) close(*CMConn, time.Time) error              { return nil }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -135,7 +136,14 @@ type Setup struct {
 	MTU     int      `json:"mtu"`
 	// QKey is the UD queue key of the session (random, chosen by the
 	// client): both sides' QPs take it and their datagrams carry it.
+	// Through rdma_cm both sides take the CM's instead.
 	QKey uint32 `json:"qkey"`
+	// CM asks the peer to connect through rdma_cm (the client's
+	// -rdma.cm): it listens on its device's IPv4 address, tells the port
+	// in SetupOK.CMAddr and accepts exactly the session's QPs (each
+	// endpoint's QPN), in order, each within the peer's timeout. RC and
+	// UD only.
+	CM bool `json:"cm,omitempty"`
 }
 
 // Validate checks the bounds.
@@ -158,6 +166,9 @@ func (m *Setup) Validate() error {
 	}
 	if s.SignalAll && (s.Role == "sink" || s.Role == "target") {
 		errs = append(errs, fmt.Errorf("signal_all needs role echo or write-echo, not %s", s.Role))
+	}
+	if m.CM && s.Transport == "UC" {
+		errs = append(errs, errors.New("cm: UC cannot be connected through rdma_cm"))
 	}
 	if len(m.Endpoints) != s.QPs {
 		errs = append(errs, fmt.Errorf("%d endpoints for qps %d", len(m.Endpoints), s.QPs))
@@ -192,6 +203,9 @@ type SetupOK struct {
 	Endpoints []Endpoint `json:"endpoints"`
 	Targets   []Target   `json:"targets"`
 	MTU       int        `json:"mtu"` // the path MTU both sides use: the smaller of theirs
+	// CMAddr is, for a Setup with CM, the peer's rdma_cm listener
+	// (IPv4:port) the client dials, once per QP in order.
+	CMAddr string `json:"cm_addr,omitempty"`
 }
 
 // Validate checks the bounds.
@@ -207,6 +221,13 @@ func (m *SetupOK) Validate() error {
 		errs = append(errs, e.validate(i))
 	}
 	errs = append(errs, oneOf("mtu", m.MTU, 256, 512, 1024, 2048, 4096))
+	if m.CMAddr != "" {
+		if len(m.CMAddr) > 47 {
+			errs = append(errs, fmt.Errorf("cm_addr of %d characters exceeds 47", len(m.CMAddr)))
+		} else if a, err := netip.ParseAddrPort(m.CMAddr); err != nil || a.Port() == 0 || a.Addr().IsUnspecified() || a.Addr().Zone() != "" {
+			errs = append(errs, fmt.Errorf("cm_addr %q is not an address and port 1..65535", m.CMAddr))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -171,6 +171,7 @@ func TestSetupValidate(t *testing.T) {
 		{"PSN too wide", func(s *Setup) { s.Endpoints[1].PSN = 1 << 24 }, "endpoint 1: psn 0x1000000 out of range 0..0xffffff"},
 		{"no QKey", func(s *Setup) { s.QKey = 0 }, "qkey 0x0 out of range 0x1..0x7fffffff"},
 		{"controlled QKey", func(s *Setup) { s.QKey = 0x80000001 }, "qkey 0x80000001 out of range 0x1..0x7fffffff"},
+		{"UC through rdma_cm", func(s *Setup) { s.CM, s.Scenario.Transport = true, "UC" }, "cm: UC cannot be connected through rdma_cm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := validSetup()
@@ -181,6 +182,27 @@ func TestSetupValidate(t *testing.T) {
 		})
 	}
 	assert.NoError(t, validSetup().Validate())
+	cm := validSetup()
+	cm.CM = true
+	assert.NoError(t, cm.Validate(), "RC through rdma_cm")
+}
+
+func TestSetupOKCMAddr(t *testing.T) {
+	ok := SetupOK{Endpoints: []Endpoint{{QPN: 1, GID: "::1"}}, Targets: []Target{{}}, MTU: 1024}
+	for _, good := range []string{"", "192.0.2.2:4791", "[2001:db8::1]:1"} {
+		ok.CMAddr = good
+		assert.NoError(t, ok.Validate(), good)
+	}
+	for addr, want := range map[string]string{
+		"192.0.2.2":             `cm_addr "192.0.2.2" is not an address and port 1..65535`,
+		"192.0.2.2:0":           `cm_addr "192.0.2.2:0" is not an address and port 1..65535`,
+		"0.0.0.0:5":             `cm_addr "0.0.0.0:5" is not an address and port 1..65535`,
+		"host:5":                `cm_addr "host:5" is not an address and port 1..65535`,
+		strings.Repeat("1", 48): "cm_addr of 48 characters exceeds 47",
+	} {
+		ok.CMAddr = addr
+		assert.ErrorContains(t, ok.Validate(), want, addr)
+	}
 }
 
 // FuzzDecode: no input makes the decoder panic or accept an invalid
@@ -188,6 +210,11 @@ func TestSetupValidate(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	var buf bytes.Buffer
 	_ = WriteFrame(&buf, MsgSetup, validSetup())
+	f.Add(buf.Bytes())
+	cm := validSetup()
+	cm.CM = true
+	buf.Reset()
+	_ = WriteFrame(&buf, MsgSetup, cm)
 	f.Add(buf.Bytes())
 	f.Add(frame(MsgHello, []byte(`{"version":2,"client":"x"}`)))
 	f.Add(frame(MsgError, []byte(`{"msg":"no"}`)))

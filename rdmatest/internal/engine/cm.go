@@ -34,10 +34,13 @@ func (d *Dev) cmSkip(t verbs.Transport) string {
 // testing prints a benchmark's SKIP line (which ci/skips.sh checks) only
 // for a skip in the first, b.N = 1, call; a skip in the second call shows
 // as a result line of 0 iterations and NaN ns/op.
-func skipCM(b *testing.B, d *Dev, t verbs.Transport) {
+func skipCM(b *testing.B, d *Dev, s *Spec) {
 	b.Helper()
-	if r := d.cmSkip(t); r != "" {
+	if r := d.cmSkip(s.Transport); r != "" {
 		skip(b, r)
+	}
+	if s.MTU != 0 && d.UseCM() && s.MTU != d.PortAttr.ActiveMTU {
+		skip(b, fmt.Sprintf("mtu %d: through rdma_cm (-rdma.cm) the path MTU is the CM's, the port's active MTU %d", s.MTU, d.PortAttr.ActiveMTU))
 	}
 }
 

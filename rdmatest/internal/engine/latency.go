@@ -72,7 +72,7 @@ func recvBytes(s *Spec) int {
 func Latency(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
 	takeTurn(b)
-	skipCM(b, d, s.Transport) // before the probe: a skip there is what testing reports (probe.go)
+	skipCM(b, d, &s) // before the probe: a skip there is what testing reports (probe.go)
 	if probeCall(b) {
 		return // testing discards this call (probe.go)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/cpus"
@@ -41,6 +42,8 @@ type Passive struct {
 	timeout   time.Duration
 	resp      *responder
 	setup     oob.SetupOK
+	accepted  chan error // through rdma_cm: the accepts' result (acceptCM), read once by waitCM
+	cmErr     error
 }
 
 // NewPassive builds the passive side that req asks for on d and connects
@@ -92,7 +95,11 @@ func (p *Passive) open(d *Dev, req *oob.Setup, cfg PairConfig, access verbs.Acce
 		targets = append(targets, Target{QPN: remote[i].QPN, Addr: t.Addr, RKey: t.RKey})
 	}
 	mtu := min(req.MTU, d.PortAttr.ActiveMTU)
-	if err := p.side.Connect(d, pd, &p.res, cfg.Transport, local, remote, targets, access, mtu); err != nil {
+	if req.CM {
+		if err := p.acceptCM(d, pd, remote, targets); err != nil {
+			return err
+		}
+	} else if err := p.side.Connect(d, pd, &p.res, cfg.Transport, local, remote, targets, access, mtu); err != nil {
 		return err
 	}
 	p.setup.MTU = mtu
@@ -117,6 +124,9 @@ func (p *Passive) SetupOK() *oob.SetupOK { return &p.setup }
 func (p *Passive) Start() error {
 	if p.resp != nil {
 		return errors.New("rdmatest: the passive side is already started")
+	}
+	if err := p.waitCM(); err != nil {
+		return err
 	}
 	p.side.fillPatterns(&p.spec, true)
 	if p.role == roleTarget {
@@ -165,10 +175,65 @@ func (p *Passive) Close() error {
 	if p.resp != nil {
 		_, err = p.Stop()
 	}
+	if p.accepted != nil {
+		_ = p.waitCM() // the accepts end by their deadline; their error was the session's
+	}
 	if p.side != nil {
 		for _, qp := range p.side.QPs {
 			qp.ToError()
 		}
 	}
 	return errors.Join(err, p.res.Close())
+}
+
+// acceptCM listens through rdma_cm on the device's IPv4 address (an
+// ephemeral port, told to the client in SetupOK.CMAddr) and accepts, in
+// a goroutine, the request of each client QP in order (remote[i].QPN:
+// requests from other QPs are turned away), each within the timeout.
+// Start (and Close) wait for it: the client dials after SetupOK.
+func (p *Passive) acceptCM(d *Dev, pd *verbs.PD, remote []verbs.Endpoint, targets []Target) error {
+	ps, err := verbs.PortSpaceFor(p.spec.Transport)
+	if err != nil {
+		return fmt.Errorf("rdmatest: %w", err)
+	}
+	ip, err := d.IPv4Addr(d.PortNum)
+	if err != nil {
+		return fmt.Errorf("rdmatest: rdma_cm: %w", err)
+	}
+	l, err := verbs.ListenCM(netip.AddrPortFrom(ip, 0), ps)
+	if err != nil {
+		return fmt.Errorf("rdmatest: rdma_cm: %w", err)
+	}
+	p.setup.CMAddr = l.Addr().String()
+	conns := &cmConns{timeout: p.timeout}
+	p.res.Add(conns) // after the QPs: closed before them
+	p.accepted = make(chan error, 1)
+	side, timeout := p.side, p.timeout
+	go func() {
+		defer l.Close()
+		for i, qp := range side.QPs {
+			c, err := l.AcceptFrom(qp, remote[i].QPN, time.Now().Add(timeout))
+			if err != nil {
+				p.accepted <- fmt.Errorf("rdmatest: rdma_cm: accepting the client's QP %#x (%d of %d): %w", remote[i].QPN, i+1, len(side.QPs), err)
+				return
+			}
+			conns.conns = append(conns.conns, c)
+			if err := side.addCMPeer(pd, &p.res, c, targets[i]); err != nil {
+				p.accepted <- err
+				return
+			}
+		}
+		p.accepted <- nil
+	}()
+	return nil
+}
+
+// waitCM waits for acceptCM's goroutine (nil without rdma_cm) and
+// returns its error, the same on every call.
+func (p *Passive) waitCM() error {
+	if p.accepted != nil {
+		p.cmErr = <-p.accepted
+		p.accepted = nil
+	}
+	return p.cmErr
 }

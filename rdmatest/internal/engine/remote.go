@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"net"
+	"net/netip"
+	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/peerclient"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
@@ -62,6 +64,7 @@ func (p *Pair) openRemote(epA []verbs.Endpoint) error {
 	}
 	p.remote = r
 	req := setupRequest(&cfg, cmp.Or(cfg.MTU, d.PortAttr.ActiveMTU), p.A.QKey)
+	req.CM = d.UseCM()
 	for i, ep := range epA {
 		req.Endpoints = append(req.Endpoints, toOOB(ep))
 		req.Targets = append(req.Targets, oob.Target{Addr: p.A.In(i, 1).Addr, RKey: p.A.MR.RKey()})
@@ -84,7 +87,33 @@ func (p *Pair) openRemote(epA []verbs.Endpoint) error {
 	for i, t := range ok.Targets {
 		targets = append(targets, Target{QPN: remoteEps[i].QPN, Addr: t.Addr, RKey: t.RKey})
 	}
+	if req.CM {
+		return p.dialCM(ok.CMAddr, targets)
+	}
 	return p.A.Connect(d, p.PD, &p.res, cfg.Transport, epA, remoteEps, targets, allAccess, ok.MTU)
+}
+
+// dialCM connects side A's QPs, in order, to the peer's rdma_cm listener
+// at addr (SetupOK.CMAddr), each dial within -rdma.timeout.
+func (p *Pair) dialCM(addr string, targets []Target) error {
+	d := p.Dev
+	dst, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return fmt.Errorf("rdmatest: peer %s: asked for rdma_cm, it gave no listener address (cm_addr %q)", d.Opts.Peer, addr)
+	}
+	conns := &cmConns{timeout: d.Opts.Timeout}
+	p.res.Add(conns) // after the QPs: closed before them
+	for i, qp := range p.A.QPs {
+		c, err := verbs.DialCM(dst, qp, time.Now().Add(d.Opts.Timeout))
+		if err != nil {
+			return fmt.Errorf("rdmatest: peer %s: rdma_cm: QP %d of %d: %w", d.Opts.Peer, i+1, len(p.A.QPs), err)
+		}
+		conns.conns = append(conns.conns, c)
+		if err := p.A.addCMPeer(p.PD, &p.res, c, targets[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // setupRequest is the Setup a client sends for cfg (with defaults

@@ -82,7 +82,7 @@ func (s Spec) CheckRPC(d Limits) error {
 func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
 	takeTurn(b)
-	skipCM(b, d, s.Transport) // before the probe: a skip there is what testing reports (probe.go)
+	skipCM(b, d, &s) // before the probe: a skip there is what testing reports (probe.go)
 	if probeCall(b) {
 		return // testing discards this call (probe.go)
 	}
