@@ -37,6 +37,16 @@
 // devices on the two ends of a veth pair do not reach each other (traffic
 // between two local addresses goes through lo, which rxe drops).
 //
+// # Soft-iWARP
+//
+// Debian's kernel is built without siw, the software iWARP driver. A
+// siw.ko built for the guest kernel (ci/siw.sh build, docs/siw.md) is
+// loaded from its host path through [VM.ModuleFiles], after
+// [SiwModules], and a job with [Job.LinkType] [LinkSiw] gets siw0 on
+// veth0 instead of rxe0, made by [EnsureLink] through the same netlink
+// call as rxe. Not both: with rxe0 and siw0 on one netdev, rdma_cm binds
+// the address to rxe0. rxevm -siw FILE does all of this.
+//
 // # Two guests
 //
 // A [Pair] boots two guests at once, whose rxe devices reach each other
