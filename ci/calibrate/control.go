@@ -32,8 +32,9 @@ import (
 // process around the same loop adds under perftest's definition, CL/P1
 // what the loop itself differs from perftest's.
 
-// hasControl tells the scenarios the control can run: WRITE ping-pong.
-func hasControl(s scenario) bool { return s.program == "ib_write_lat" }
+// hasControl tells the scenarios the control can run: WRITE ping-pong,
+// connected by hand (cping has no rdma_cm).
+func hasControl(s scenario) bool { return s.program == "ib_write_lat" && !s.cm }
 
 // controlName labels the control's own-definition rows (C) of a scenario
 // in the tables: its ratio to perftest stands in the own-definition

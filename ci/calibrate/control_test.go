@@ -10,6 +10,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// cpingCounts is h as cping prints a histogram: a header line named name
+// (geometry, total, length), then "INDEX COUNT" for each non-zero count.
+func cpingCounts(name string, h *hdrhistogram.Histogram) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s 1 100000000000 3 %d %d\n", name, h.TotalCount(), len(h.Export().Counts))
+	for i, c := range h.Export().Counts {
+		if c != 0 {
+			fmt.Fprintf(&b, "%d %d\n", i, c)
+		}
+	}
+	return b.String()
+}
+
 func TestControlFigures(t *testing.T) {
 	// cping's output for 60 samples of 15.4 µs and 40 of 234.5 µs, its
 	// indices taken from hdrhistogram-go's own export (cping and the C
@@ -18,12 +31,7 @@ func TestControlFigures(t *testing.T) {
 	require.NoError(t, h.RecordValues(15400, 60))
 	require.NoError(t, h.RecordValues(234500, 40))
 	var b strings.Builder
-	fmt.Fprintf(&b, "cping-counts 1 100000000000 3 %d %d\n", h.TotalCount(), len(h.Export().Counts))
-	for i, c := range h.Export().Counts {
-		if c != 0 {
-			fmt.Fprintf(&b, "%d %d\n", i, c)
-		}
-	}
+	b.WriteString(cpingCounts("cping-counts", h))
 	b.WriteString("cping-elapsed-ns 123\n")
 	for _, v := range []int64{1, 2048, 123456} {
 		fmt.Fprintf(&b, "cping-probe %d %d\n", v, hdrIndex(v))
@@ -56,15 +64,8 @@ func TestControlFigures(t *testing.T) {
 	// like reads only the cycle counts, the default only the others.
 	c := hdrhistogram.New(1, 100e9, 3)
 	require.NoError(t, c.RecordValues(17000, 99))
-	var cb strings.Builder
-	fmt.Fprintf(&cb, "cping-cycle-counts 1 100000000000 3 %d %d\n", c.TotalCount(), len(c.Export().Counts))
-	for i, n := range c.Export().Counts {
-		if n != 0 {
-			fmt.Fprintf(&cb, "%d %d\n", i, n)
-		}
-	}
 	i := strings.Index(out, "cping-elapsed-ns")
-	both := out[:i] + cb.String() + out[i:]
+	both := out[:i] + cpingCounts("cping-cycle-counts", c) + out[i:]
 	v, err = controlFigures(strings.NewReader(both), latFigures, true)
 	require.NoError(t, err)
 	assert.InEpsilon(t, 17.0, v[0], 0.001, "cycle p50 in µs")

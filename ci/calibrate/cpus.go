@@ -38,15 +38,19 @@ func setup(c *config, cfg [][2]string) error {
 		return err
 	}
 	c.cpusLine, c.cpus = line, cpus
-	if c.control != "" && c.controlGID < 0 {
-		if gid == "" {
-			return fmt.Errorf("no GID index for the control: the benchmark's configuration has no rdma-gid-index (no device?); give -control-gid")
-		}
+	c.benchGID = -1
+	if gid != "" {
 		n, err := strconv.Atoi(gid)
 		if err != nil {
 			return fmt.Errorf("the benchmark's rdma-gid-index %q is not a number", gid)
 		}
-		c.controlGID = n
+		c.benchGID = n
+	}
+	if c.control != "" && c.controlGID < 0 {
+		if c.benchGID < 0 {
+			return fmt.Errorf("no GID index for the control: the benchmark's configuration has no rdma-gid-index (no device?); give -control-gid")
+		}
+		c.controlGID = c.benchGID
 	}
 	if (cpus[0] >= 0 || cpus[1] >= 0) && c.taskset == "" {
 		p, err := exec.LookPath("taskset")

@@ -124,6 +124,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,6 +157,8 @@ type config struct {
 	cpusLine     string    // the benchmark's rdma-cpus line
 	cpus         [2]int    // its requester's and passive side's CPUs (-1: unpinned)
 	taskset      string    // taskset's path (needed when a CPU is pinned)
+	benchGID     int       // the benchmark's GID index (rdma-gid-index; -1: none)
+	cmAddr       string    // the device's IPv4 address, for perftest -R (rdma_cm scenarios only)
 	bootID, kern string    // for the stored record
 }
 
@@ -329,6 +332,14 @@ func calibrate(ctx context.Context, c *config, scs []scenario, log io.Writer) (*
 	}
 	if err := setup(c, rdmatest.Config()); err != nil {
 		return nil, err
+	}
+	if slices.ContainsFunc(scs, func(s scenario) bool { return s.cm }) {
+		addr, err := deviceIPv4(sysInfiniband, c.dev, perftestPort, c.benchGID)
+		if err != nil {
+			return nil, fmt.Errorf("the rdma_cm scenarios (perftest -R) need the device's IPv4 address: %w", err)
+		}
+		c.cmAddr = addr
+		fmt.Fprintf(log, "calibrate: rdma_cm scenarios: perftest -R's client connects to %s (%s GID index %d)\n", addr, c.dev, c.benchGID)
 	}
 	if c.keep == "" {
 		c.keep = filepath.Join(".cache", "calibrate", c.start.Format("20060102T150405Z"))

@@ -62,6 +62,9 @@ func runScenario(ctx context.Context, c config, s scenario, log io.Writer) (scen
 				if ct.kind == kindLike && s.latency() {
 					extra = likeFlags
 				}
+				if s.cm {
+					extra = append(slices.Clip(extra), cmFlag)
+				}
 				fmt.Fprintf(log, "calibrate: %s, pair %d/%d: %s %s %s\n", s.name, run, c.runs, ct.id, s.bench, strings.Join(extra, " "))
 				v, err = benchRun(ctx, c, s, run, ct, extra, rbMoved)
 			case kindControl, kindControlLike:
@@ -198,7 +201,7 @@ func runPerftest(ctx context.Context, c config, s scenario, base string) (map[si
 	var cliErr error
 	for {
 		time.Sleep(200 * time.Millisecond)
-		name, argv := pinned(c, c.cpus[0], prog, append(slices.Clip(args), "127.0.0.1"))
+		name, argv := pinned(c, c.cpus[0], prog, append(slices.Clip(args), serverAddr(c, s)))
 		cli := exec.CommandContext(ctx, name, argv...)
 		cli.WaitDelay = waitDelay
 		cliOut, cliErr = cli.CombinedOutput()
@@ -231,6 +234,16 @@ func runPerftest(ctx context.Context, c config, s scenario, base string) (map[si
 		return nil, fmt.Errorf("%s server: %w%s; output in %s.server", prog, srvErr, deadlineNote(ctx, c), base)
 	}
 	return files, nil
+}
+
+// serverAddr is the address perftest's client is given: 127.0.0.1 for
+// the exchange of QP data over TCP, the device's IPv4 address for rdma_cm
+// (-R), which resolves it to the device.
+func serverAddr(c config, s scenario) string {
+	if s.cm {
+		return c.cmAddr
+	}
+	return "127.0.0.1"
 }
 
 func deadlineNote(ctx context.Context, c config) string {
@@ -295,6 +308,9 @@ func benchRun(ctx context.Context, c config, s scenario, run int, ct contestant,
 	if err := checkLatencyWork(got[0], s, ct); err != nil {
 		return nil, fmt.Errorf("%s %w; output in %s", what, err, keep)
 	}
+	if err := checkConnection(got[0], s); err != nil {
+		return nil, fmt.Errorf("%s %w; output in %s", what, err, keep)
+	}
 	byUnit := map[string]float64{}
 	for _, v := range got[0].Values {
 		unit, val := v.Unit, v.Value
@@ -352,6 +368,29 @@ func checkLatencyWork(r *benchfmt.Result, s scenario, ct contestant) error {
 		if got != kv[1] {
 			return fmt.Errorf("ran with %s %q, want %s (RDMA_SIGNAL_ALL or RDMA_WARMUP set?)", kv[0], got, kv[1])
 		}
+	}
+	return nil
+}
+
+// cmFlag makes the benchmark connect through the RDMA connection
+// manager, as perftest -R does; cmConfig is the configuration line that
+// says it did (printed only then: absent means connected by hand).
+const (
+	cmFlag   = "-rdma.cm"
+	cmConfig = "rdma-connect"
+	cmValue  = "cm"
+)
+
+// checkConnection checks that an rdma_cm scenario's benchmark run was
+// connected through the CM (its configuration line) and every other by
+// hand, whatever RDMA_CM says in the environment.
+func checkConnection(r *benchfmt.Result, s scenario) error {
+	got := r.GetConfig(cmConfig)
+	switch {
+	case s.cm && got != cmValue:
+		return fmt.Errorf("ran with %s %q, want %q (%s given)", cmConfig, got, cmValue, cmFlag)
+	case !s.cm && got == cmValue:
+		return fmt.Errorf("ran with %s %q, want connected by hand (RDMA_CM set?)", cmConfig, got)
 	}
 	return nil
 }

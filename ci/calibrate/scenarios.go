@@ -64,6 +64,10 @@ type scenario struct {
 	// in this scenario and what still differs, beyond the differences
 	// common to every scenario (remainingDifferences).
 	differs string
+	// cm connects both tools through the RDMA connection manager:
+	// perftest -R (in args) with its client aimed at the device's IPv4
+	// address, the benchmark with -rdma.cm.
+	cm bool
 }
 
 // latency tells a ping-pong (or one-at-a-time) latency scenario from a
@@ -79,6 +83,7 @@ func (s scenario) stem() string { return strings.ReplaceAll(s.name, " ", "_") }
 const (
 	pingPongLike = "sample = post → next post ÷ 2 on both (perftest's tposted[i+1] − tposted[i], our cycle-p50-ns/cycle-p99-ns), every WR signaled and its completion awaited each iteration on both sides, no warm-up"
 	roundLike    = "sample = post → next post on both, full round trip, one operation outstanding, every WR signaled and awaited, no warm-up"
+	cmLike       = "perftest -R, its client given the device's IPv4 address; rdmabench -rdma.cm: address and route resolved, connect and accept by the CM, no QP data over TCP on either"
 )
 
 // scenarios are the perftest programs next to the benchmark of
@@ -116,6 +121,12 @@ var scenarios = []scenario{
 		differs: "RC; " + pingPongLike + "; each side spins on the last byte of its own buffer for the peer's WRITE",
 	},
 	{
+		name: "write_lat rdma_cm 8 B", program: "ib_write_lat", args: []string{"-s", "8", "-I", "0", "-R"}, size: 8, cm: true,
+		bench:   mustName("WriteLat/transport=RC/size=8/inline=false"),
+		figures: latFigures,
+		differs: "RC connected through rdma_cm on both (" + cmLike + "); " + pingPongLike + "; each side spins on the last byte of its own buffer for the peer's WRITE",
+	},
+	{
 		name: "read_lat 8 B", program: "ib_read_lat", args: []string{"-s", "8"}, size: 8,
 		bench:   mustName("ReadLat/transport=RC/size=8/mode=poll"),
 		figures: latFigures,
@@ -138,6 +149,12 @@ var scenarios = []scenario{
 		bench:   mustName("SendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false"),
 		figures: sendBWFigures,
 		differs: "requester on both (perftest's client row, our MB/s): first post → last send completion, 128 outstanding, every WR signaled (-Q 1 = signal=1); rx depth 512 on both; perftest's server row (receiver, first to last receive completion) is shown for information only",
+	},
+	{
+		name: "send_bw rdma_cm 4 KiB", program: "ib_send_bw", args: []string{"-s", "4096", "-t", "128", "-Q", "1", "-R"}, size: 4096, cm: true,
+		bench:   mustName("SendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false"),
+		figures: sendBWFigures,
+		differs: "RC connected through rdma_cm on both (" + cmLike + "); requester on both (perftest's client row, our MB/s): first post → last send completion, 128 outstanding, every WR signaled (-Q 1 = signal=1); rx depth 512 on both; perftest's server row is shown for information only",
 	},
 	{
 		name: "write_bw 4 KiB", program: "ib_write_bw", args: []string{"-s", "4096", "-t", "128", "-Q", "1"}, size: 4096,
