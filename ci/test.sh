@@ -43,7 +43,7 @@ step "brief fuzzing of every parser of outside input"
 # can report its own deadline as a failure ("context deadline exceeded",
 # no failing input; golang/go#75804, fixed in Go 1.27). 20000 inputs take
 # 1-7 s per target here.
-for t in ./rdmatest/internal/sizes:FuzzParseSizes ./internal/results:FuzzRead ./rdmatest/oob:FuzzDecode ./cmd/rdmapeer:FuzzSession ./ci/gate:FuzzGate ./ci/calibrate:FuzzParsePerftest ./cmd/rdmaplot:FuzzReadResults ./cmd/rdmaplot:FuzzReadHlog; do
+for t in ./rdmatest/internal/sizes:FuzzParseSizes ./internal/results:FuzzRead ./rdmatest/oob:FuzzDecode ./cmd/rdmapeer:FuzzSession ./ci/gate:FuzzGate ./ci/calibrate:FuzzParsePerftest ./cmd/rdmaplot:FuzzReadResults ./cmd/rdmaplot:FuzzReadHlog ./cmd/rdmacheck:FuzzControlMessage; do
 	pkg=${t%%:*} name=${t##*:}
 	go test -count=1 -run '^$' -fuzz "^${name}\$" -fuzztime 20000x -fuzzminimizetime 2s "$pkg"
 done
@@ -67,6 +67,11 @@ step "two hosts: every benchmark (-short) against rdmapeer in a second guest, th
 go build -o .cache/rdmapeer ./cmd/rdmapeer
 rm -f .cache/twohost.done .cache/twohost.kill .cache/twohost.token
 RDMA_REQUIRE=1 .cache/rxevm -pair -timeout 15m -- bash ci/twohost.sh ::: bash ci/twohost.sh
+
+step "the bring-up check on two guests: all good, port down, a wrong GID index, UDP 4791 blocked (ci/bringup.sh)"
+go build -o .cache/rdmacheck ./cmd/rdmacheck
+rm -f .cache/bringup.*
+.cache/rxevm -pair -timeout 10m -- bash ci/bringup.sh ::: bash ci/bringup.sh
 
 step "a Slurm cluster of 4 guests: munge, slurmctld, slurmd, srun across all four (the fabric pass's base)"
 RXEVM=.cache/rxevm bash ci/fabric/cluster.sh
