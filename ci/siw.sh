@@ -29,6 +29,11 @@
 #       against ci/skips.allow's "siw" entries. Logs:
 #       .cache/siw-bench.log, .cache/siw-verbs.log.
 #
+#   RXEVM=.cache/rxevm bash ci/siw.sh run
+#       Both, as make test runs them: build, then the pass in a guest
+#       booted with rxevm -siw (deadline SIW_TIMEOUT, default 15m). Run
+#       it after make test's device step, which builds the test binaries.
+#
 # Every step has a deadline (timeout); any failure exits non-zero with a
 # line that names it.
 set -euo pipefail
@@ -159,8 +164,16 @@ pass() {
 	slog=$(mktemp)
 	timeout 60 rping -s -a "$addr" -V -C 10 >"$slog" 2>&1 &
 	local spid=$!
-	local rc=0 out
-	out=$(sleep 1 && timeout 60 rping -c -a "$addr" -V -C 10 2>&1) || rc=$?
+	local rc=0 out try
+	# The client tries again while the server, slow to start under TCG,
+	# may not listen yet (a refused connect leaves the server waiting).
+	for try in 1 2 3 4 5; do
+		sleep 1
+		rc=0
+		out=$(timeout 60 rping -c -a "$addr" -V -C 10 2>&1) || rc=$?
+		((rc != 0)) && kill -0 "$spid" 2>/dev/null || break
+		echo "rping client attempt $try failed (exit $rc), the server still waits: again"
+	done
 	local src=0
 	wait "$spid" || src=$?
 	echo "$out" | tail -n 3
@@ -237,14 +250,24 @@ pass() {
 	return $status
 }
 
+# run: build (or find) siw.ko, then the pass in a siw guest.
+run() {
+	local rxevm=${RXEVM:-$root/.cache/rxevm} ko
+	[[ -x $rxevm ]] || die "run: no rxevm at $rxevm (go build -o .cache/rxevm ./loopback/cmd/rxevm, or set RXEVM)"
+	ko=$(build)
+	echo "=== siw: the pass in a guest with siw0 ($ko)"
+	RDMA_REQUIRE=1 "$rxevm" -timeout "${SIW_TIMEOUT:-15m}" -siw "$ko" -- bash ci/siw.sh pass
+}
+
 case ${1:-} in
 build)
 	shift
 	build "$@"
 	;;
 pass) pass ;;
+run) run ;;
 *)
-	echo "usage: ci/siw.sh build [RELEASE] | pass" >&2
+	echo "usage: ci/siw.sh build [RELEASE] | pass | run" >&2
 	exit 2
 	;;
 esac
