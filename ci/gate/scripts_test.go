@@ -253,12 +253,27 @@ func TestSkipsScript(t *testing.T) {
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "FAIL: 3 unexpected skips in demo", "no entry is for this pass")
 
+	// A skip after testing's first call prints no SKIP line, only a
+	// result of 0 iterations: it counts as a skip of that benchmark.
+	hidden := filepath.Join(dir, "hidden")
+	require.NoError(t, os.WriteFile(hidden, []byte("BenchmarkB/bidir=true-2   \t       0\t               NaN ns/op\n"+
+		"BenchmarkB/bidir=false-2  \t    1000\t      1234 ns/op\nBenchmarkC/x=1 \t 0\t NaN ns/op\n"), 0o644))
+	cmd := exec.Command(bash, "../skips.sh", hidden, "bench", "demo")
+	cmd.Env = append(os.Environ(), "SKIPS_ALLOW="+allow)
+	hout, err := cmd.CombinedOutput()
+	require.Error(t, err, string(hout))
+	assert.Contains(t, string(hout), "skips in demo: 2\n")
+	assert.Contains(t, string(hout), "UNEXPECTED skip: BenchmarkB/bidir=true\n", "named without its -GOMAXPROCS suffix")
+	assert.Contains(t, string(hout), "    | BenchmarkB/bidir=true-2", "its result line shown")
+	assert.Contains(t, string(hout), "UNEXPECTED skip: BenchmarkC/x=1\n", "GOMAXPROCS=1: no suffix")
+	assert.NotContains(t, string(hout), "skip: BenchmarkB/bidir=false", "a run with iterations is no skip")
+
 	require.NoError(t, os.WriteFile(allow, []byte("bench BenchmarkA spaces, not tabs\n"), 0o644))
 	out, code = skips("bench")
 	assert.Equal(t, 2, code, out)
 	assert.Contains(t, out, "an entry needs three tab-separated fields")
 
-	cmd := exec.Command(bash, "../skips.sh", log, "demo")
+	cmd = exec.Command(bash, "../skips.sh", log, "demo")
 	out2, err := cmd.CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out2), "usage: ci/skips.sh LOG PASS WHAT")

@@ -72,14 +72,16 @@ func recvBytes(s *Spec) int {
 func Latency(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
 	takeTurn(b)
-	skipCM(b, d, &s) // before the probe: a skip there is what testing reports (probe.go)
-	if probeCall(b) {
-		return // testing discards this call (probe.go)
-	}
+	// Every check that can skip runs before the probe: testing reports
+	// only the first call's skip (probe.go).
+	skipCM(b, d, &s)
 	s.SignalAll = s.SignalAll || d.Opts.SignalAll
 	s.begin(b, d, KindLatency)
 	if err := checkProcs(s.busyGoroutines(d)); err != nil {
 		b.Skip(err)
+	}
+	if probeCall(b) {
+		return // testing discards this call (probe.go)
 	}
 	b.ReportAllocs()
 	p := NewPair(b, d, s.pairConfig())

@@ -15,7 +15,10 @@ import (
 // already ran a single iteration in run1"). Latency, Stream and EchoRPC
 // return from that first call at once, after the turn (takeTurn) and
 // before any setup, so that a run at a fixed count costs one setup of
-// its QPs instead of two. make compare runs every benchmark at one fixed
+// its QPs instead of two — but after every check that can skip it:
+// testing prints a benchmark's SKIP line only for that first call, so a
+// skip in the second shows as nothing but a 0-iteration "NaN ns/op"
+// result line (ci/skips.sh fails a pass on such a line). make compare runs every benchmark at one fixed
 // count on both sides (ci/interleave.sh), so this is most of what a run
 // costs besides the timed loop itself. ControlPath times with b.Loop,
 // which testing calls once, and Measure's pattern is set up by its

@@ -82,10 +82,9 @@ func (s Spec) CheckRPC(d Limits) error {
 func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
 	takeTurn(b)
-	skipCM(b, d, &s) // before the probe: a skip there is what testing reports (probe.go)
-	if probeCall(b) {
-		return // testing discards this call (probe.go)
-	}
+	// Every check that can skip runs before the probe: testing reports
+	// only the first call's skip (probe.go).
+	skipCM(b, d, &s)
 	s.Kind = KindRPC
 	s.defaults()
 	if d.Opts.Peer != "" {
@@ -96,6 +95,9 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	}
 	if err := checkProcs(2); err != nil { // client and server
 		b.Skip(err)
+	}
+	if probeCall(b) {
+		return // testing discards this call (probe.go)
 	}
 	b.ReportAllocs()
 	cpus := d.cpus.ForLoops(2)
