@@ -168,6 +168,12 @@
 //     received per second of the sender's time, and the fraction of the
 //     messages sent that never arrived. On RC every message must arrive,
 //     or the run fails.
+//   - recv-MB/s (streams of verbs that consume a receive, local passive
+//     side, any transport): the receiver's bandwidth as perftest's
+//     ib_send_bw server row measures it — payload bytes received (size ×
+//     messages received) over the passive loop's own interval, from the
+//     poll return that gave it the stream's first receive to the end of
+//     the last poll that gave it receives; MB = 10^6 bytes.
 //   - <counter>/run: port counters (sysfs hw_counters and counters) that
 //     moved during the run and are watched (see Watched), as deltas from
 //     just before the timed region to just after it (not per operation;

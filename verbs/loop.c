@@ -528,6 +528,11 @@ int rb_run_serve(rb_serve *s) {
 		}
 		since = 0;
 		int64_t recvs = 0;
+		// The receiver interval's start (sink): the poll return that
+		// takes recvs past the mark, as perftest's server stamps its
+		// first poll that returned receives.
+		int64_t mark = s->mode == RB_SERVE_SINK ? c->recv_mark : -1;
+		int64_t t_poll = mark >= 0 && c->recvs <= mark ? rb_clock_ns() : 0;
 		for (int i = 0; i < got; i++) {
 			if (!(wc[i].opcode & IBV_WC_RECV)) {
 				covered = wc[i].wr_id + 1;
@@ -537,8 +542,11 @@ int rb_run_serve(rb_serve *s) {
 				return c->status;
 			recvs++;
 		}
-		if (recvs > 0 && s->mode == RB_SERVE_SINK)
+		if (recvs > 0 && s->mode == RB_SERVE_SINK) {
 			c->t_recv_last = rb_clock_ns();
+			if (t_poll != 0 && c->recvs > mark)
+				c->t_recv_first = t_poll;
+		}
 		while (s->mode == RB_SERVE_RECV_ECHO && c->ops < c->recvs) {
 			s->wr.imm_data = htonl(s->imms[c->ops % s->imm_cap]);
 			if (rb_serve_answer(s, &posted, &covered, wc) != 0)

@@ -179,9 +179,12 @@ type LoopResult struct {
 	First, Last int64
 	// Recvs counts receive completions (passive side; bidir streams);
 	// RecvLast is when the last poll with receives returned (sink; 0:
-	// none did).
-	Recvs    int64
-	RecvLast int64
+	// none did), RecvFirst when the poll returned whose receives took
+	// Recvs past the mark (Loop.MarkRecvs; 0 from the start): the
+	// receiver's interval, perftest's ib_send_bw server row's (0: no
+	// receive came past the mark).
+	Recvs               int64
+	RecvFirst, RecvLast int64
 	// Samples and Overflow count the recorded samples and those above the
 	// histogram's highest value (recorded as the highest).
 	Samples, Overflow int64

@@ -61,6 +61,12 @@ typedef struct {
 	int64_t ops;               // operations completed (messages, round trips)
 	int64_t recvs;             // receive completions seen (passive side)
 	int64_t t_recv_last;       // when a poll last returned receives (sink)
+	// The sink's receiver interval (perftest's ib_send_bw server row):
+	// t_recv_first is when the poll returned whose receives took recvs
+	// past recv_mark (Go sets the mark, atomically, before a stream
+	// whose receives are to be timed; 0 from the start).
+	int64_t t_recv_first;
+	volatile int64_t recv_mark;
 	// The self-check slowdown (built only with -DRB_SLOW, the Go build
 	// tag rdmaslow): the ping and stream loops take slow_ppm/10^6 longer
 	// (see rb_slow_pay in loop.c). Unused, and 0, in every other build.

@@ -460,6 +460,18 @@ func (l *Loop) Recvs() int64 {
 	return atomic.LoadInt64((*int64)(unsafe.Pointer(&l.ctl.recvs)))
 }
 
+// MarkRecvs makes a running sink time its receiver interval
+// (LoopResult.RecvFirst) from the first receive past n: the count of
+// receives it has seen before the stream to be timed (safe from any
+// goroutine while the loop runs).
+func (l *Loop) MarkRecvs(n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctl != nil {
+		atomic.StoreInt64((*int64)(unsafe.Pointer(&l.ctl.recv_mark)), n)
+	}
+}
+
 // Stop asks a running loop to end; a loop that has not started ends at
 // once when it does. Safe from any goroutine, any number of times.
 func (l *Loop) Stop() {
@@ -473,7 +485,7 @@ func (l *Loop) Stop() {
 func (l *Loop) result() LoopResult {
 	c := l.ctl
 	r := LoopResult{Ops: int64(c.ops), First: int64(c.t_first), Last: int64(c.t_last), Recvs: int64(c.recvs),
-		RecvLast: int64(c.t_recv_last)}
+		RecvFirst: int64(c.t_recv_first), RecvLast: int64(c.t_recv_last)}
 	if l.hist != nil {
 		r.Samples, r.Overflow = int64(l.hist.total), int64(l.hist.overflow)
 	}

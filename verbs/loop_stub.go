@@ -38,6 +38,9 @@ func (*Loop) Warm(int64) error { return ErrNotSupported }
 // Recvs is 0 without cgo.
 func (*Loop) Recvs() int64 { return 0 }
 
+// MarkRecvs does nothing without cgo.
+func (*Loop) MarkRecvs(int64) {}
+
 // NewRPC returns ErrNotSupported without cgo.
 func NewRPC(RPCConfig) (*Loop, error) { return nil, ErrNotSupported }
 

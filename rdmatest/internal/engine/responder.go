@@ -61,6 +61,14 @@ func (r *responder) recvs() int64 {
 	return r.run.loop.Recvs()
 }
 
+// markRecvs makes a running sink time its receiver interval from the
+// first receive past n (verbs.Loop.MarkRecvs).
+func (r *responder) markRecvs(n int64) {
+	if r != nil && r.run != nil {
+		r.run.loop.MarkRecvs(n)
+	}
+}
+
 // fatal ends benchmark b with err, after stopping the responder and
 // adding its error, if any (the passive side often knows why).
 func (r *responder) fatal(tb testing.TB, err error) {

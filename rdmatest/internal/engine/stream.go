@@ -91,6 +91,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	var recvsBefore int64
 	if s.Load > 0 && resp != nil && s.consumesRecv() {
 		recvsBefore = p.settle(resp, &s, peakMsgs+int64(len(p.A.QPs))) // the peak run's messages and markers
+		resp.markRecvs(recvsBefore)                                    // recv-MB/s times this stream's receives only
 	}
 	a, err := newStreamLoop(p, p.A, &s, n, interval)
 	if err != nil {
@@ -277,18 +278,37 @@ func (r *sinkReport) reportInbound(b *testing.B, first int64) {
 // for a stream of n messages that took elapsed: on RC every message must
 // have arrived; on UC and UD, delivered-msgs/s (messages received per
 // second of the sender's time) and lost-msgs/op (the fraction of
-// messages sent that never arrived).
+// messages sent that never arrived). On every transport it reports
+// recv-MB/s: see reportReceiver.
 func (r *sinkReport) reportDelivery(b *testing.B, s *Spec, n int64, elapsed time.Duration) {
 	b.Helper()
 	if r.res == nil {
 		return
 	}
+	r.reportReceiver(b, s, n)
 	if s.Transport == verbs.TransportRC {
 		r.checkRC(b, s)
 		return
 	}
 	b.ReportMetric(float64(r.delivered(n))/elapsed.Seconds(), "delivered-msgs/s")
 	b.ReportMetric(float64(n-r.delivered(n))/float64(n), "lost-msgs/op")
+}
+
+// reportReceiver reports recv-MB/s, the receiver's bandwidth as
+// perftest's ib_send_bw server row measures it: the payload bytes of the
+// stream's messages the sink received (size × received; a UD GRH is not
+// payload) over the sink's own interval, from the poll return that gave
+// it the stream's first receive to the end of the last poll that gave it
+// receives; MB = 10^6 bytes. Not reported when fewer than two messages
+// arrived (no interval to speak of).
+func (r *sinkReport) reportReceiver(b *testing.B, s *Spec, n int64) {
+	b.Helper()
+	got := r.delivered(n)
+	span := time.Duration(r.res.RecvLast - r.res.RecvFirst)
+	if got < 2 || r.res.RecvFirst == 0 || span <= 0 {
+		return
+	}
+	b.ReportMetric(float64(got*int64(s.Size))/1e6/span.Seconds(), "recv-MB/s")
 }
 
 // delivered is how many of the stream's n messages the sink received (a

@@ -24,7 +24,7 @@ var list = []Unit{
 	{"p50-ns", "lower"}, {"p90-ns", "lower"}, {"p99-ns", "lower"}, {"p99.9-ns", "lower"},
 	{"p99.99-ns", "lower"}, {"max-ns", "lower"}, {"cycle-p50-ns", "lower"}, {"cycle-p99-ns", "lower"}, {"msgs/s", "higher"},
 	{"msgs/s/thread", "higher"}, {"ops/s", "higher"}, {"MB/s", "higher"},
-	{"delivered-msgs/s", "higher"}, {"lost-msgs/op", "lower"}, {"cpu-ns/op", "lower"},
+	{"delivered-msgs/s", "higher"}, {"lost-msgs/op", "lower"}, {"recv-MB/s", "higher"}, {"cpu-ns/op", "lower"},
 }
 
 // mu guards list.
