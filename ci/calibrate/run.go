@@ -147,10 +147,11 @@ func perftestRun(ctx context.Context, c config, s scenario, run int, id string, 
 	return vals, cols, nil
 }
 
-// benchBase converts an rdmabench value as printed to bytes/s (MB/s,
-// 1 MB = 10^6 bytes) or ns (units ending in -ns).
+// benchBase converts an rdmabench value as printed to bytes/s (units
+// ending in MB/s — MB/s, recv-MB/s —, 1 MB = 10^6 bytes) or ns (units
+// ending in -ns).
 func benchBase(v float64, unit string) float64 {
-	if unit == "MB/s" {
+	if strings.HasSuffix(unit, "MB/s") {
 		return v * 1e6
 	}
 	return v

@@ -98,12 +98,13 @@ func fakePair(t *testing.T, dir, benchBody string, ptValues ...string) string {
 }
 
 // sendBWOutput is a benchmark output whose matching result (bidir=false)
-// has MB/s $mbs and, when given, $dup duplicate_request/run; a result
+// has MB/s $mbs, recv-MB/s $recv (default 19.00) and, when given, $dup
+// duplicate_request/run; a result
 // of another value of the bidir axis comes first and must be ignored.
 const sendBWOutput = `
 echo "rdma-device: rxe0"
 echo "BenchmarkSendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false/bidir=true-2  5000  1000 ns/op  40.00 MB/s"
-echo "BenchmarkSendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false/bidir=false-2  5000  1000 ns/op  $mbs MB/s $dup"
+echo "BenchmarkSendBW/transport=RC/size=4096/qd=128/batch=1/signal=1/mode=poll/srq=false/bidir=false-2  5000  1000 ns/op  $mbs MB/s  ${recv:-19.00} recv-MB/s $dup"
 echo PASS
 `
 
@@ -143,15 +144,15 @@ func scenarioNamed(t *testing.T, name string) scenario {
 
 // TestBandwidthEndToEnd: send_bw runs P1 B1 P2 B2 rotated by one each
 // pair, compares perftest's client row with the benchmark's MB/s and
-// keeps perftest's server row as a figure of its own.
+// perftest's server row with its recv-MB/s.
 func TestBandwidthEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	bench := fakePair(t, dir, `
 case $n in
-1) mbs=20.00 dup="2.000 duplicate_request/run" ;;
-2) mbs=22.00 ;;
-3) mbs=24.00 ;;
-*) mbs=30.00 dup="1.000 duplicate_request/run" ;;
+1) mbs=20.00 recv=19.00 dup="2.000 duplicate_request/run" ;;
+2) mbs=22.00 recv=21.00 ;;
+3) mbs=24.00 recv=23.00 ;;
+*) mbs=30.00 recv=29.00 dup="1.000 duplicate_request/run" ;;
 esac
 `+sendBWOutput, "10 5", "11 6", "12 7", "13 8")
 	c := testConfig(dir, bench, 2)
@@ -179,8 +180,11 @@ esac
 	assert.Equal(t, []float64{22, 30}, bw.Values["B2"])
 	recv := sr.Figures[1]
 	assert.Equal(t, "ib_send_bw server BW average[MB/sec]", recv.PerftestColumn)
-	assert.Equal(t, []string{"P1", "P2"}, keys(recv.Values), "perftest's receiver row alone")
+	assert.Equal(t, "recv-MB/s", recv.LikeMetric, "the receiver's row against the passive loop's figure")
+	assert.Equal(t, []string{"B1", "B2", "P1", "P2"}, keys(recv.Values))
 	assert.InDeltaSlice(t, []float64{5 * mib, 8 * mib}, recv.Values["P1"], 1e-9)
+	assert.Equal(t, []float64{19, 23}, recv.Values["B1"])
+	assert.Equal(t, []float64{21, 29}, recv.Values["B2"])
 	assert.Equal(t, "duplicate_request 3", sr.BenchCounters, "summed over the benchmark runs")
 	for run := 1; run <= 2; run++ {
 		for _, id := range []string{"P1", "P2"} {
