@@ -10,15 +10,15 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/perf/benchfmt"
+
 	"github.com/rdmabench/rdmabench/cmd/internal/facts"
 )
 
-// builtinDirs are the units benchfmt knows the direction of
-// (benchfmt.UnitMetadataMap.GetBetter): they need no Unit line.
-var builtinDirs = map[string]int{
-	"ns/op": -1, "sec/op": -1, "B/op": -1, "allocs/op": -1,
-	"MB/s": +1, "B/s": +1,
-}
+// builtinDir is the direction benchfmt itself gives a unit without a
+// Unit line (its built-in defaults: ns/op, MB/s, …), 0 for none: such
+// units need no Unit line.
+func builtinDir(unit string) int { return benchfmt.UnitMetadataMap(nil).GetBetter(unit) }
 
 // maxMessage is the longest failure message written to the stream, in
 // bytes.
@@ -70,7 +70,8 @@ func (r *runner) directions(res []Result) (map[string]int, error) {
 			if d == "lower" {
 				dir = -1
 			}
-			have, ok := builtinDirs[u]
+			have := builtinDir(u)
+			ok := have != 0
 			if !ok {
 				have, ok = r.dirs[u]
 			}
@@ -87,7 +88,7 @@ func (r *runner) directions(res []Result) (map[string]int, error) {
 	}
 	for _, x := range res {
 		for u := range x.Values {
-			if builtinDirs[u] == 0 && r.dirs[u] == 0 && declare[u] == 0 {
+			if builtinDir(u) == 0 && r.dirs[u] == 0 && declare[u] == 0 {
 				return nil, fmt.Errorf("unit %s has no direction: Result.Units must say higher or lower", u)
 			}
 		}
