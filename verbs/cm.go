@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"net/netip"
 	"os"
 	"syscall"
@@ -457,10 +458,19 @@ func msUntil(deadline time.Time) int {
 	return int(max(1, min(ms, math.MaxInt32)))
 }
 
-// IPv4Addr returns the first IPv4 address in the port's GID table (a
-// RoCE port has an IPv4-mapped GID, ::ffff:a.b.c.d, for each IPv4 address
-// of its netdev): the address to listen on or dial for this device with
-// rdma_cm. InfiniBand ports have none (use the IPoIB interface's).
+// IPv4Addr returns the IPv4 address to listen on or dial for this
+// device's port with rdma_cm.
+//
+// A RoCE port has an IPv4-mapped GID (::ffff:a.b.c.d) for each IPv4
+// address of its netdev: the first one (a RoCEv2 entry first) is the
+// answer. An iWARP port has none: its GID 0 is its netdev's MAC address
+// in the first 6 bytes, then zeros (siw, iw_cxgb4 and irdma all do this),
+// so on an iWARP device the answer is the first IPv4 address of the
+// interface with that MAC. The MAC is matched only on iWARP: a RoCE GID 0
+// is a link-local address made from the MAC (fe80::, EUI-64) and an
+// InfiniBand GID is a subnet prefix and a GUID, so their first 6 bytes
+// are no MAC. InfiniBand ports have no answer (use the IPoIB
+// interface's address).
 func (d *Device) IPv4Addr(port int) (netip.Addr, error) {
 	gids, err := d.GIDs(port)
 	if err != nil {
@@ -469,7 +479,79 @@ func (d *Device) IPv4Addr(port int) (netip.Addr, error) {
 	if a, ok := ipv4OfGIDs(gids); ok {
 		return a, nil
 	}
-	return netip.Addr{}, fmt.Errorf("verbs: %s port %d has no IPv4-mapped GID (give its netdev an IPv4 address)", d.attr.Name, port)
+	if d.attr.NodeTransport != NodeTransportIWARP {
+		return netip.Addr{}, fmt.Errorf("verbs: %s port %d has no IPv4-mapped GID (give its netdev an IPv4 address)", d.attr.Name, port)
+	}
+	ifs, err := netInterfaces()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("verbs: %s port %d: listing network interfaces: %w", d.attr.Name, port, err)
+	}
+	return iwarpIPv4(d.attr.Name, port, gids, ifs)
+}
+
+// netIface is what IPv4Addr reads of a network interface.
+type netIface struct {
+	Name  string
+	MAC   net.HardwareAddr
+	Addrs []netip.Prefix
+}
+
+// netInterfaces lists the host's interfaces with their addresses; a
+// variable so host tests can fake it.
+var netInterfaces = func() ([]netIface, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netIface, 0, len(ifs))
+	for _, i := range ifs {
+		addrs, err := i.Addrs()
+		if err != nil {
+			return nil, fmt.Errorf("addresses of %s: %w", i.Name, err)
+		}
+		ni := netIface{Name: i.Name, MAC: i.HardwareAddr}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				ip, ok := netip.AddrFromSlice(n.IP)
+				ones, _ := n.Mask.Size()
+				if ok {
+					ni.Addrs = append(ni.Addrs, netip.PrefixFrom(ip.Unmap(), ones))
+				}
+			}
+		}
+		out = append(out, ni)
+	}
+	return out, nil
+}
+
+// iwarpIPv4 finds an iWARP port's address: the first IPv4 address of the
+// interface whose MAC is the first 6 bytes of GID 0.
+func iwarpIPv4(dev string, port int, gids []GIDEntry, ifs []netIface) (netip.Addr, error) {
+	var g0 *GIDEntry
+	for i := range gids {
+		if gids[i].Index == 0 {
+			g0 = &gids[i]
+		}
+	}
+	if g0 == nil {
+		return netip.Addr{}, fmt.Errorf("verbs: %s port %d (iWARP) has no GID 0 to find its netdev by", dev, port)
+	}
+	mac := net.HardwareAddr(g0.GID[:6])
+	if bytes.Equal(mac, make([]byte, 6)) {
+		return netip.Addr{}, fmt.Errorf("verbs: %s port %d (iWARP): GID 0 %s holds no MAC address to find its netdev by", dev, port, g0.GID)
+	}
+	for _, i := range ifs {
+		if !bytes.Equal(i.MAC, mac) {
+			continue
+		}
+		for _, a := range i.Addrs {
+			if a.Addr().Is4() {
+				return a.Addr(), nil
+			}
+		}
+		return netip.Addr{}, fmt.Errorf("verbs: %s port %d (iWARP): its netdev %s (MAC %s) has no IPv4 address (give it one)", dev, port, i.Name, mac)
+	}
+	return netip.Addr{}, fmt.Errorf("verbs: %s port %d (iWARP): no network interface has MAC %s (GID 0's first 6 bytes)", dev, port, mac)
 }
 
 // ipv4OfGIDs returns the first IPv4-mapped GID's address, preferring a

@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"os"
 	"syscall"
@@ -181,4 +182,53 @@ func TestIPv4OfGIDs(t *testing.T) {
 	assert.Equal(t, "192.0.2.1", a.String())
 	_, ok = ipv4OfGIDs([]GIDEntry{{0, ll, GIDTypeRoCEv2}})
 	assert.False(t, ok)
+}
+
+func TestIWARPIPv4(t *testing.T) {
+	mac := net.HardwareAddr{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}
+	var g0 GID
+	copy(g0[:], mac)
+	gids := []GIDEntry{{0, g0, GIDTypeIB}}
+	pfx := func(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+	lo := netIface{Name: "lo", Addrs: []netip.Prefix{pfx("127.0.0.1/8")}}
+	other := netIface{Name: "eth1", MAC: net.HardwareAddr{0x52, 0x54, 0, 0, 0, 1}, Addrs: []netip.Prefix{pfx("198.51.100.1/24")}}
+	for _, tc := range []struct {
+		name    string
+		gids    []GIDEntry
+		ifs     []netIface
+		want    string
+		wantErr []string
+	}{
+		{"the netdev's first IPv4", gids, []netIface{lo, other, {Name: "veth0", MAC: mac, Addrs: []netip.Prefix{pfx("fe80::1/64"), pfx("192.0.2.1/24"), pfx("192.0.2.9/24")}}}, "192.0.2.1", nil},
+		{"netdev without IPv4", gids, []netIface{lo, {Name: "veth0", MAC: mac, Addrs: []netip.Prefix{pfx("fe80::1/64")}}}, "", []string{"siw0 port 1", "netdev veth0", "52:54:00:12:34:56", "no IPv4 address"}},
+		{"no interface with the MAC", gids, []netIface{lo, other}, "", []string{"siw0 port 1", "no network interface has MAC 52:54:00:12:34:56"}},
+		{"no GID 0", []GIDEntry{{1, g0, GIDTypeIB}}, []netIface{lo}, "", []string{"siw0 port 1", "no GID 0"}},
+		{"zero MAC", []GIDEntry{{0, GID{15: 1}, GIDTypeIB}}, []netIface{lo}, "", []string{"siw0 port 1", "holds no MAC"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := iwarpIPv4("siw0", 1, tc.gids, tc.ifs)
+			if tc.wantErr != nil {
+				require.Error(t, err)
+				for _, w := range tc.wantErr {
+					assert.Contains(t, err.Error(), w)
+				}
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, a.String())
+		})
+	}
+}
+
+func TestNetInterfacesListsLoopback(t *testing.T) {
+	ifs, err := netInterfaces()
+	require.NoError(t, err)
+	var names []string
+	for _, i := range ifs {
+		names = append(names, i.Name)
+		if i.Name == "lo" {
+			assert.Contains(t, i.Addrs, netip.MustParsePrefix("127.0.0.1/8"))
+		}
+	}
+	assert.NotEmpty(t, names)
 }
