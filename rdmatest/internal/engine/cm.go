@@ -21,9 +21,10 @@ func (d *Dev) UseCM() bool {
 }
 
 // cmSkip returns why a pair of transport t cannot be made on d (UC under
-// rdma_cm), or "".
+// rdma_cm), or "". On an iWARP device UC is left to the spec's device
+// rules, whose reason names the transport (checkIWARP).
 func (d *Dev) cmSkip(t verbs.Transport) string {
-	if t == verbs.TransportUC && d.UseCM() {
+	if t == verbs.TransportUC && d.UseCM() && d.Attr().NodeTransport != verbs.NodeTransportIWARP {
 		return SkipUCCM
 	}
 	return ""

@@ -37,6 +37,9 @@ type Control struct {
 	Transport verbs.Transport
 }
 
+// SkipIWARPConnect is why OpConnect skips on an iWARP device.
+const SkipIWARPConnect = "transport iWARP: a QP reaches RTS only through rdma_cm (iw_cm); connecting it by hand (ibv_modify_qp to RTS) is EINVAL"
+
 // controlStep is one sample's work: pre and post run around the timed op
 // and are not in the sample.
 type controlStep struct{ pre, op, post func() error }
@@ -89,7 +92,19 @@ func ControlPath(b *testing.B, d *Dev, c Control) {
 	before.report(b, d, int64(b.N))
 }
 
+// checkDevice refuses what the device cannot do before anything is
+// made: connecting QPs by hand on an iWARP device.
+func (c Control) checkDevice(l Limits) error {
+	if c.Op == OpConnect && l.Attr.NodeTransport == verbs.NodeTransportIWARP {
+		return unsupported("%s: %s", l.Device, SkipIWARPConnect)
+	}
+	return nil
+}
+
 func (c Control) step(tb testing.TB, d *Dev) (controlStep, error) {
+	if err := c.checkDevice(d.Limits()); err != nil {
+		return controlStep{}, err
+	}
 	pd, err := d.AllocPD()
 	if err != nil {
 		return controlStep{}, fmt.Errorf("rdmatest: %w", err)

@@ -41,6 +41,7 @@ func TestEveryRuleRefuses(t *testing.T) {
 	lim := rxeLimits()
 	noAtomics := rxeLimits()
 	noAtomics.Attr.AtomicCap = verbs.AtomicNone
+	iwarp := siwLimits()
 	const (
 		lat, str = KindLatency, KindStream
 	)
@@ -69,9 +70,10 @@ func TestEveryRuleRefuses(t *testing.T) {
 		"message size": {bad: Spec{Kind: str, Op: write, Size: 16 << 20}, want: []string{"size 16777216", "max_msg_sz 8388608"}, good: Spec{Kind: str, Op: write, Size: 8 << 20}},
 		"mtu value":    {bad: Spec{Kind: lat, Op: write, Size: 8, MTU: 300}, want: []string{"mtu 300", "256, 512, 1024, 2048 or 4096"}, good: Spec{Kind: lat, Op: write, Size: 8, MTU: 4096}, goodValueOnly: true},
 		"mtu":          {bad: Spec{Kind: lat, Op: write, Size: 8, MTU: 2048}, want: []string{"mtu 2048", "active MTU 1024"}, good: Spec{Kind: lat, Op: write, Size: 8, MTU: 512}},
+		"iwarp":        {bad: Spec{Kind: str, Op: send, Size: 8, Transport: verbs.TransportUD}, lim: &iwarp, want: []string{"siw0: UD transport iWARP: reliable connected QPs only", "EOPNOTSUPP"}, good: Spec{Kind: str, Op: send, Size: 8, Transport: verbs.TransportUD}},
 		"transport":    {bad: Spec{Kind: str, Op: write, Size: 8, Transport: verbs.TransportUD}, want: []string{"UD supports SEND only", "RDMA_WRITE"}, good: Spec{Kind: str, Op: send, Size: 8, Transport: verbs.TransportUD}},
 		"counter span": {bad: Spec{Kind: str, Op: fadd, Counters: 1 << 24, Stride: 128}, want: []string{"span 2147483528 bytes", "above 1073741824"}, good: Spec{Kind: str, Op: fadd, Counters: 1 << 20, Stride: 128}},
-		"atomics":      {bad: Spec{Kind: str, Op: fadd}, lim: &noAtomics, want: []string{"rxe0", "no atomic support"}, good: Spec{Kind: str, Op: fadd}},
+		"atomics":      {bad: Spec{Kind: str, Op: fadd}, lim: &noAtomics, want: []string{"rxe0", "no atomic support (atomic_cap none)"}, good: Spec{Kind: str, Op: fadd}},
 		"inline":       {bad: Spec{Kind: str, Op: write, Size: 600, Inline: true}, want: []string{"inline size 600", "max_inline_data 512"}, good: Spec{Kind: str, Op: write, Size: 512, Inline: true}},
 		"srq":          {bad: Spec{Kind: str, Op: write, Size: 8, SRQ: true}, want: []string{"SRQ", "RDMA_WRITE"}, good: Spec{Kind: str, Op: send, Size: 8, SRQ: true}},
 		"inbound":      {bad: Spec{Kind: str, Op: write, Size: 8, Inbound: true}, want: []string{"inbound", "RDMA_WRITE"}, good: Spec{Kind: str, Op: send, Size: 8, Inbound: true}},
@@ -107,6 +109,50 @@ func TestEveryRuleRefuses(t *testing.T) {
 	}
 	assert.Len(t, cases, len(valueRules)+len(deviceRules), "a case per rule, none left over")
 	assert.ErrorContains(t, Spec{Op: write, Size: 8}.CheckLimits(lim), "spec of kind Kind(0): want latency, stream or rpc")
+}
+
+// siwLimits are siw0's limits as the siw guest reads them (docs/siw.md).
+func siwLimits() Limits {
+	l := rxeLimits()
+	l.Device = "siw0"
+	l.Attr.Name = "siw0"
+	l.Attr.NodeTransport = verbs.NodeTransportIWARP
+	l.Attr.AtomicCap = verbs.AtomicNone
+	l.Attr.MaxInline = 64
+	return l
+}
+
+// TestIWARPSkips: on an iWARP device UD and UC (every verb, every kind),
+// atomics and connecting by hand are *Unsupported naming what the device
+// says; RC runs.
+func TestIWARPSkips(t *testing.T) {
+	siw := siwLimits()
+	for _, tr := range []verbs.Transport{verbs.TransportUD, verbs.TransportUC} {
+		for _, k := range []Kind{KindLatency, KindStream} {
+			for _, op := range []verbs.Opcode{verbs.OpSend, verbs.OpWrite, verbs.OpRead} {
+				err := Spec{Kind: k, Op: op, Size: 8, Transport: tr}.CheckLimits(siw)
+				require.Error(t, err, "%s %s %v", tr, op, k)
+				assert.True(t, IsUnsupported(err), "%v", err)
+				assert.ErrorContains(t, err, SkipIWARPRC)
+			}
+		}
+		err := Spec{Op: verbs.OpWrite, Size: 8, Transport: tr}.CheckRPC(siw)
+		require.Error(t, err)
+		assert.True(t, IsUnsupported(err), "%v", err)
+	}
+	err := Spec{Kind: KindStream, Op: verbs.OpFetchAdd}.CheckLimits(siw)
+	require.Error(t, err)
+	assert.True(t, IsUnsupported(err))
+	assert.ErrorContains(t, err, "siw0 has no atomic support (atomic_cap none)")
+	for _, op := range []verbs.Opcode{verbs.OpSend, verbs.OpWrite, verbs.OpRead} {
+		assert.NoError(t, Spec{Kind: KindStream, Op: op, Size: 8}.CheckLimits(siw), "RC %s runs on iWARP", op)
+	}
+	err = Control{Op: OpConnect}.checkDevice(siw)
+	require.Error(t, err)
+	assert.True(t, IsUnsupported(err))
+	assert.ErrorContains(t, err, "siw0: "+SkipIWARPConnect)
+	assert.NoError(t, Control{Op: OpCreateQP}.checkDevice(siw))
+	assert.NoError(t, Control{Op: OpConnect}.checkDevice(rxeLimits()))
 }
 
 // TestPairConfigCheck: a pair that could not be built is refused before

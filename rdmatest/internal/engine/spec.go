@@ -243,6 +243,7 @@ var deviceRules = []rule{
 	{"device QPs", checkDeviceQPs},
 	{"message size", checkMsgSize},
 	{"mtu", checkMTUPort},
+	{"iwarp", checkIWARP},
 	{"transport", checkTransport},
 	{"counter span", checkCounterSpan},
 	{"atomics", checkAtomics},
@@ -418,6 +419,19 @@ func checkMTUPort(s *Spec, d *Limits) error {
 	return nil
 }
 
+// SkipIWARPRC is why a UD or UC benchmark skips on an iWARP device.
+const SkipIWARPRC = "transport iWARP: reliable connected QPs only (ibv_create_qp would be EOPNOTSUPP)"
+
+// checkIWARP refuses UD and UC on an iWARP device: iWARP defines only
+// reliable connected QPs (siw, iw_cxgb4 and irdma fail ibv_create_qp of
+// any other type with EOPNOTSUPP).
+func checkIWARP(s *Spec, d *Limits) error {
+	if d.Attr.NodeTransport == verbs.NodeTransportIWARP && s.Transport != verbs.TransportRC {
+		return unsupported("%s: %s %s", d.Device, s.Transport, SkipIWARPRC)
+	}
+	return nil
+}
+
 func checkTransport(s *Spec, d *Limits) error {
 	switch s.Transport {
 	case verbs.TransportUC:
@@ -454,7 +468,7 @@ func checkAtomics(s *Spec, d *Limits) error {
 		return nil
 	}
 	if d.Attr.AtomicCap == verbs.AtomicNone {
-		return unsupported("%s has no atomic support", d.Device)
+		return unsupported("%s has no atomic support (atomic_cap %s)", d.Device, d.Attr.AtomicCap)
 	}
 	if s.Size != 8 {
 		return bad("atomic operations move exactly 8 bytes, not %d", s.Size)
