@@ -69,7 +69,11 @@ func (ps PortSpace) valid() bool { return ps == PortSpaceTCP || ps == PortSpaceU
 // CM sentinel errors; a *CMError matches them with errors.Is.
 var (
 	// ErrCMRejected: the peer's CM rejected the connection
-	// (RDMA_CM_EVENT_REJECTED), e.g. nobody listens on that port.
+	// (RDMA_CM_EVENT_REJECTED), e.g. nobody listens on that port. On
+	// iWARP a connection to a port nobody listens on can also fail in
+	// rdma_connect itself with ECONNREFUSED (the MPA exchange runs over
+	// TCP, whose connect the peer's kernel refused at once: siw does
+	// this); that is the same answer, so it is ErrCMRejected too.
 	ErrCMRejected = errors.New("verbs: rdma_cm: connection rejected")
 	// ErrCMUnreachable: the address, the route or the peer could not be
 	// reached (ADDR_ERROR, ROUTE_ERROR, UNREACHABLE, CONNECT_ERROR).
@@ -231,6 +235,12 @@ func cmCallError(op string, addr netip.AddrPort, call string, n syscall.Errno) *
 		n = syscall.EIO
 	}
 	e := &CMError{Op: op, Addr: addr, Call: call, Errno: n}
+	if call == "rdma_connect" && n == syscall.ECONNREFUSED {
+		// iWARP: the peer's TCP stack refused the connection, which is
+		// the peer's answer that nobody listens on that port.
+		e.Kind, e.Detail = ErrCMRejected, "nobody listens on that port (iWARP: the TCP connect was refused)"
+		return e
+	}
 	switch n {
 	case syscall.ENETUNREACH, syscall.EHOSTUNREACH, syscall.EADDRNOTAVAIL, syscall.ENODEV, syscall.ECONNREFUSED:
 		e.Kind = ErrCMUnreachable
@@ -354,9 +364,12 @@ func (l *CMListener) Accept(qp *QP, deadline time.Time) (*CMConn, error) {
 }
 
 // AcceptFrom is Accept for the request of one remote QP: requests from
-// other QPs (the QPN an RC request carries, the one a UD request's
-// private data carries) are rejected and the wait goes on until deadline.
-// remoteQPN 0 accepts any, as Accept does.
+// other QPs are rejected and the wait goes on until deadline. The
+// requester's QPN is the one in the request's private data, which DialCM
+// sends on every transport (an iWARP request carries no QPN of its own);
+// an IB or RoCE RC request without it is matched by the QPN it carries,
+// and one whose private data names another QPN than it carries is
+// rejected. remoteQPN 0 accepts any, as Accept does.
 func (l *CMListener) AcceptFrom(qp *QP, remoteQPN uint32, deadline time.Time) (*CMConn, error) {
 	if err := checkCMQP("accept", qp, l.ps); err != nil {
 		return nil, err
@@ -380,7 +393,10 @@ func (l *CMListener) Close() error { return l.c.close() }
 // (qp is moved to INIT before the request, to RTR and RTS on the reply;
 // on iWARP the kernel moves it past INIT itself) and for UD a service ID
 // resolution (qp is moved to RTS with the CM's Q_Key; the peer's QPN,
-// Q_Key and address handle come from the reply, see UDPeer). The source
+// Q_Key and address handle come from the reply, see UDPeer). The
+// request's private data names qp's QPN (8 bytes for RC, 30 for UD), for
+// AcceptFrom. A refused connection is ErrCMRejected: a REJECTED event, or
+// on iWARP rdma_connect failing with ECONNREFUSED. The source
 // address is chosen by the kernel's routing; it must be on qp's device
 // (else ErrCMWrongDevice, before any request is sent). UC QPs are refused
 // (ErrCMUC).
@@ -425,6 +441,62 @@ func (c *CMConn) Close() error { return c.CloseDeadline(time.Now().Add(DefaultCM
 
 // CloseDeadline is Close with the wait bounded by deadline.
 func (c *CMConn) CloseDeadline(deadline time.Time) error { return c.c.close(c, deadline) }
+
+// rcHello is the private data DialCM sends with an RC request: the
+// requester's QPN. An InfiniBand or RoCE REQ carries the QPN, but an
+// iWARP connect request (MPA) does not, so AcceptFrom matches on this on
+// every transport. rdma_cm may pad private data with zeros (IB/RoCE
+// deliver 56 bytes), so a longer slice is fine.
+const rcHelloMagic = "rbRC"
+
+const rcHelloLen = 4 + 4
+
+func rcHello(qpn uint32) []byte {
+	return binary.BigEndian.AppendUint32([]byte(rcHelloMagic), qpn)
+}
+
+// parseRCHello reads rcHello's QPN; ok is false when b is not one (too
+// short, another magic, or a QPN of 0 or above 24 bits).
+func parseRCHello(b []byte) (qpn uint32, ok bool) {
+	if len(b) < rcHelloLen || !bytes.Equal(b[:4], []byte(rcHelloMagic)) {
+		return 0, false
+	}
+	qpn = binary.BigEndian.Uint32(b[4:])
+	if qpn == 0 || qpn > 0xffffff {
+		return 0, false
+	}
+	return qpn, true
+}
+
+// requesterQPN is the QPN a connection request names: for UD the one in
+// its udHello; for RC the one in its rcHello, which must agree with the
+// QPN the request itself carries where it carries one (IB and RoCE:
+// reqQPN is not 0); without a hello, reqQPN (0 on iWARP). why says what
+// is wrong with a request that names no QPN, a malformed one, or one its
+// hello contradicts ("" when qpn is good).
+func requesterQPN(ud bool, reqQPN uint32, pdata []byte) (qpn uint32, why string) {
+	if ud {
+		q, _, _, _, ok := parseUDHello(pdata)
+		if !ok {
+			return 0, fmt.Sprintf("the UD request carries no %q private data (%d bytes)", udHelloMagic, len(pdata))
+		}
+		return q, ""
+	}
+	if len(pdata) >= 4 && bytes.Equal(pdata[:4], []byte(rcHelloMagic)) {
+		q, ok := parseRCHello(pdata)
+		switch {
+		case !ok:
+			return 0, fmt.Sprintf("the RC request's %q private data is malformed (%d bytes, want %d with a QPN of 1 … 0xffffff)", rcHelloMagic, len(pdata), rcHelloLen)
+		case reqQPN != 0 && q != reqQPN:
+			return 0, fmt.Sprintf("the RC request names QPN %#x in its private data but carries QPN %#x", q, reqQPN)
+		}
+		return q, ""
+	}
+	if reqQPN == 0 {
+		return 0, fmt.Sprintf("the RC request carries no QPN (no %q private data, and an iWARP request has none of its own)", rcHelloMagic)
+	}
+	return reqQPN, ""
+}
 
 // udHello is the private data DialCM sends with a UD request: the
 // requester's QPN, Q_Key, LID and GID, which a SIDR request does not

@@ -500,11 +500,8 @@ func (l *cCMListener) accept(conn *CMConn, from uint32, deadline time.Time) erro
 			return err
 		}
 		if from != 0 {
-			qpn := uint32(ev.qp_num)
-			if l.ud {
-				qpn, _, _, _, _ = parseUDHello(C.GoBytes(unsafe.Pointer(&ev.pdata[0]), ev.pdata_len))
-			}
-			if qpn != from {
+			qpn, why := requesterQPN(l.ud, uint32(ev.qp_num), C.GoBytes(unsafe.Pointer(&ev.pdata[0]), ev.pdata_len))
+			if why != "" || qpn != from {
 				// Not the QP we wait for: turn it away, wait on.
 				C.rdma_reject(ev.id, nil, 0)
 				C.rdma_destroy_id(ev.id)
@@ -715,7 +712,9 @@ func cmDial(conn *CMConn, deadline time.Time) (err error) {
 		return nil
 	}
 	resp, init := min(a.MaxQPRdAtom, 255), min(a.MaxQPInitRdAtom, 255)
-	if rc := C.rb_connect(id, 0, C.uint32_t(qp.qpn), boolInt(qp.srq), C.int(resp), C.int(init), nil, 0); rc != 0 {
+	hello := rcHello(qp.qpn)
+	pd, pl := pdataArgs(hello)
+	if rc := C.rb_connect(id, 0, C.uint32_t(qp.qpn), boolInt(qp.srq), C.int(resp), C.int(init), pd, pl); rc != 0 {
 		return cmCallError(op, dst, "rdma_connect", syscall.Errno(rc))
 	}
 	want := cmEvConnectResponse

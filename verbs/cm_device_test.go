@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,9 +30,23 @@ func cmAddr(t *testing.T, dev *rdmatest.Dev) netip.Addr {
 	return a
 }
 
+// iwarp tells whether dev is an iWARP device.
+func iwarp(dev *rdmatest.Dev) bool { return dev.Attr().NodeTransport == verbs.NodeTransportIWARP }
+
+// skipUnlessTransport skips t on an iWARP device for any QP but RC:
+// iWARP defines reliable connected QPs only (siw's ibv_create_qp fails UD
+// and UC with EOPNOTSUPP).
+func skipUnlessTransport(t *testing.T, dev *rdmatest.Dev, tr verbs.Transport) {
+	t.Helper()
+	if tr != verbs.TransportRC && iwarp(dev) {
+		t.Skipf("%s: %s: transport iWARP: reliable connected QPs only (ibv_create_qp would be EOPNOTSUPP)", dev.Name(), tr)
+	}
+}
+
 // cmSide is one QP with its CQ and buffer, not connected.
 func cmSide(t *testing.T, dev *rdmatest.Dev, pd *verbs.PD, tr verbs.Transport) side {
 	t.Helper()
+	skipUnlessTransport(t, dev, tr)
 	var s side
 	var err error
 	s.cq, err = dev.NewCQ(64, nil)
@@ -111,6 +126,13 @@ func TestCMRCLoopback(t *testing.T) {
 	for _, s := range []side{a, b} {
 		st, err := s.qp.State()
 		require.NoError(t, err)
+		if iwarp(dev) {
+			// iw_cm moved the QP to RTS in the kernel; siw's
+			// ibv_query_qp reports RESET all the same. The traffic
+			// below is what shows the connection works.
+			t.Logf("%s (iWARP): QP %#x reports state %v after the connection", dev.Name(), s.qp.QPN(), st)
+			continue
+		}
 		assert.Equal(t, verbs.QPSRTS, st)
 	}
 	assert.Len(t, liveCM(), 4, "two ids and two channels")
@@ -207,7 +229,18 @@ func TestCMNobodyListens(t *testing.T) {
 		assert.Nil(t, c)
 		assert.Less(t, time.Since(start), cmTimeout, "rejected, not timed out")
 		assert.ErrorIs(t, err, verbs.ErrCMRejected)
-		assert.Contains(t, err.Error(), "rdma_cm connect to "+dst.String()+": RDMA_CM_EVENT_REJECTED")
+		if iwarp(dev) {
+			// siw: the TCP connect under MPA is refused at once, in
+			// rdma_connect itself (a hardware RNIC reports a REJECTED
+			// event instead).
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				assert.Contains(t, err.Error(), "rdma_cm connect to "+dst.String()+": rdma_connect: connection refused (ECONNREFUSED)")
+			} else {
+				assert.Contains(t, err.Error(), "rdma_cm connect to "+dst.String()+": RDMA_CM_EVENT_REJECTED")
+			}
+		} else {
+			assert.Contains(t, err.Error(), "rdma_cm connect to "+dst.String()+": RDMA_CM_EVENT_REJECTED")
+		}
 		assert.Empty(t, liveCM())
 	})
 	t.Run("UD", func(t *testing.T) {
@@ -308,13 +341,32 @@ func TestCMAcceptFrom(t *testing.T) {
 		c, err := l.AcceptFrom(b.qp, a.qp.QPN(), deadline)
 		accepted <- res{c, err}
 	}()
-	_, err = verbs.DialCM(l.Addr(), stranger.qp, deadline)
+	// Whatever fails below, everything is released before the leak check.
+	var sc, ca *verbs.CMConn
+	var r res
+	done := false
+	defer func() {
+		if !done {
+			r = <-accepted // bounded by deadline
+		}
+		var conns []*verbs.CMConn
+		for _, c := range []*verbs.CMConn{sc, ca, r.c} {
+			if c != nil {
+				conns = append(conns, c)
+			}
+		}
+		if len(conns) > 0 {
+			closeBoth(t, conns...)
+		}
+		assert.NoError(t, l.Close())
+		assert.Empty(t, liveCM(), "every rdma_cm id and channel released")
+	}()
+	sc, err = verbs.DialCM(l.Addr(), stranger.qp, deadline)
 	assert.ErrorIs(t, err, verbs.ErrCMRejected, "another QP's request is turned away")
-	ca, err := verbs.DialCM(l.Addr(), a.qp, deadline)
+	assert.Nil(t, sc)
+	ca, err = verbs.DialCM(l.Addr(), a.qp, deadline)
 	require.NoError(t, err)
-	r := <-accepted
+	r, done = <-accepted, true
 	require.NoError(t, r.err)
-	closeBoth(t, ca, r.c)
-	require.NoError(t, l.Close())
-	assert.Empty(t, liveCM())
+	assert.Equal(t, ca.LocalAddr(), r.c.RemoteAddr())
 }

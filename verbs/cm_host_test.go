@@ -126,6 +126,12 @@ func TestCMErrorText(t *testing.T) {
 		{"failed call", cmCallError("listen", dst, "rdma_bind_addr", syscall.EADDRNOTAVAIL),
 			"verbs: rdma_cm listen on 192.0.2.1:7471: rdma_bind_addr: cannot assign requested address (EADDRNOTAVAIL)",
 			[]error{ErrCMUnreachable, syscall.EADDRNOTAVAIL}, nil},
+		{"iWARP: rdma_connect refused", cmCallError("connect", dst, "rdma_connect", syscall.ECONNREFUSED),
+			"verbs: rdma_cm connect to 192.0.2.1:7471: rdma_connect: connection refused (ECONNREFUSED): nobody listens on that port (iWARP: the TCP connect was refused)",
+			[]error{ErrCMRejected, syscall.ECONNREFUSED}, []error{ErrCMUnreachable}},
+		{"refused elsewhere", cmCallError("resolve address", dst, "rdma_resolve_addr", syscall.ECONNREFUSED),
+			"verbs: rdma_cm resolve address to 192.0.2.1:7471: rdma_resolve_addr: connection refused (ECONNREFUSED)",
+			[]error{ErrCMUnreachable}, []error{ErrCMRejected}},
 		{"our deadline", cmTimeout("accept", dst, "RDMA_CM_EVENT_CONNECT_REQUEST"),
 			"verbs: rdma_cm accept on 192.0.2.1:7471: verbs: rdma_cm: timed out: deadline passed waiting for RDMA_CM_EVENT_CONNECT_REQUEST",
 			[]error{ErrCMTimedOut, os.ErrDeadlineExceeded}, nil},
@@ -145,6 +151,54 @@ func TestCMErrorText(t *testing.T) {
 			for _, s := range tc.not {
 				assert.NotErrorIs(t, tc.err, s)
 			}
+		})
+	}
+}
+
+func TestRCHello(t *testing.T) {
+	b := rcHello(0xabcdef)
+	require.Len(t, b, rcHelloLen)
+	q, ok := parseRCHello(b)
+	require.True(t, ok)
+	assert.Equal(t, uint32(0xabcdef), q)
+	padded := append(append([]byte{}, b...), make([]byte, 48)...) // IB/RoCE pad to 56 bytes
+	q, ok = parseRCHello(padded)
+	require.True(t, ok)
+	assert.Equal(t, uint32(0xabcdef), q)
+	for _, bad := range [][]byte{nil, b[:rcHelloLen-1], append([]byte("rbUD"), b[4:]...), rcHello(0), rcHello(0x1000000)} {
+		_, ok := parseRCHello(bad)
+		assert.False(t, ok, "%x", bad)
+	}
+}
+
+func TestRequesterQPN(t *testing.T) {
+	ud := udHello(0x77, CMQKey, 0, GID{})
+	for _, tc := range []struct {
+		name   string
+		ud     bool
+		reqQPN uint32
+		pdata  []byte
+		want   uint32
+		why    string
+	}{
+		{"iWARP RC: the hello's QPN", false, 0, rcHello(0x12), 0x12, ""},
+		{"RoCE RC: hello and request agree", false, 0x12, append(rcHello(0x12), make([]byte, 48)...), 0x12, ""},
+		{"RoCE RC: hello contradicts the request", false, 0x13, rcHello(0x12), 0, "names QPN 0x12 in its private data but carries QPN 0x13"},
+		{"RoCE RC without a hello: the request's QPN", false, 0x13, make([]byte, 56), 0x13, ""},
+		{"iWARP RC without a hello", false, 0, nil, 0, "carries no QPN"},
+		{"malformed RC hello", false, 0, []byte("rbRC\x00"), 0, "malformed (5 bytes, want 8"},
+		{"UD hello", true, 0, ud, 0x77, ""},
+		{"UD without a hello", true, 0, nil, 0, `no "rbUD" private data (0 bytes)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, why := requesterQPN(tc.ud, tc.reqQPN, tc.pdata)
+			if tc.why != "" {
+				assert.Contains(t, why, tc.why)
+				assert.Zero(t, q)
+				return
+			}
+			assert.Empty(t, why)
+			assert.Equal(t, tc.want, q)
 		})
 	}
 }
