@@ -70,7 +70,7 @@ func TestEveryRuleRefuses(t *testing.T) {
 		"message size": {bad: Spec{Kind: str, Op: write, Size: 16 << 20}, want: []string{"size 16777216", "max_msg_sz 8388608"}, good: Spec{Kind: str, Op: write, Size: 8 << 20}},
 		"mtu value":    {bad: Spec{Kind: lat, Op: write, Size: 8, MTU: 300}, want: []string{"mtu 300", "256, 512, 1024, 2048 or 4096"}, good: Spec{Kind: lat, Op: write, Size: 8, MTU: 4096}, goodValueOnly: true},
 		"mtu":          {bad: Spec{Kind: lat, Op: write, Size: 8, MTU: 2048}, want: []string{"mtu 2048", "active MTU 1024"}, good: Spec{Kind: lat, Op: write, Size: 8, MTU: 512}},
-		"iwarp":        {bad: Spec{Kind: str, Op: send, Size: 8, Transport: verbs.TransportUD}, lim: &iwarp, want: []string{"siw0: UD transport iWARP: reliable connected QPs only", "EOPNOTSUPP"}, good: Spec{Kind: str, Op: send, Size: 8, Transport: verbs.TransportUD}},
+		"iwarp":        {bad: Spec{Kind: str, Op: send, Size: 8, Transport: verbs.TransportUD}, lim: &iwarp, want: []string{"siw0: UD: transport iWARP: reliable connected QPs only", "EOPNOTSUPP"}, good: Spec{Kind: str, Op: send, Size: 8, Transport: verbs.TransportUD}},
 		"transport":    {bad: Spec{Kind: str, Op: write, Size: 8, Transport: verbs.TransportUD}, want: []string{"UD supports SEND only", "RDMA_WRITE"}, good: Spec{Kind: str, Op: send, Size: 8, Transport: verbs.TransportUD}},
 		"counter span": {bad: Spec{Kind: str, Op: fadd, Counters: 1 << 24, Stride: 128}, want: []string{"span 2147483528 bytes", "above 1073741824"}, good: Spec{Kind: str, Op: fadd, Counters: 1 << 20, Stride: 128}},
 		"atomics":      {bad: Spec{Kind: str, Op: fadd}, lim: &noAtomics, want: []string{"rxe0", "no atomic support (atomic_cap none)"}, good: Spec{Kind: str, Op: fadd}},

@@ -427,7 +427,7 @@ const SkipIWARPRC = "transport iWARP: reliable connected QPs only (ibv_create_qp
 // any other type with EOPNOTSUPP).
 func checkIWARP(s *Spec, d *Limits) error {
 	if d.Attr.NodeTransport == verbs.NodeTransportIWARP && s.Transport != verbs.TransportRC {
-		return unsupported("%s: %s %s", d.Device, s.Transport, SkipIWARPRC)
+		return unsupported("%s: %s: %s", d.Device, s.Transport, SkipIWARPRC)
 	}
 	return nil
 }
