@@ -209,9 +209,11 @@ func newStreamLoop(p *Pair, from *Side, s *Spec, n int64, interval time.Duration
 // same class as the stream's verb, so that the passive side needs no
 // access it does not grant already (a remote peer grants only what the
 // scenario needs), and that moves no payload of the stream's: a zero-byte
-// SEND (to a remote peer or on UD; otherwise an RDMA WRITE), RDMA WRITE
-// or RDMA READ, or for atomics a fetch-and-add of 0 on the first counter
-// (its 8 bytes come back into the requester's "in" slot).
+// SEND (to a remote peer or on UD; otherwise an RDMA WRITE) or RDMA
+// WRITE, a one-byte RDMA READ of the stream's first byte into the same
+// place as the stream's READs put it, or for atomics a fetch-and-add of
+// 0 on the first counter (its 8 bytes come back into the requester's
+// "in" slot).
 func marker(p *Pair, a *Side, s *Spec, i int) verbs.SendWR {
 	t := a.Peer[i]
 	m := verbs.SendWR{Flags: verbs.FlagSignaled, RemoteAddr: t.Addr, RKey: t.RKey, UD: t.Dest}
@@ -221,7 +223,12 @@ func marker(p *Pair, a *Side, s *Spec, i int) verbs.SendWR {
 		// nothing else; locally an RDMA WRITE keeps receive counts exact.
 		m.Op = verbs.OpSend
 	case s.Op == verbs.OpRead:
-		m.Op = verbs.OpRead
+		// One byte, not zero: siw answers a zero-byte READ posted behind
+		// outstanding READs out of order (its ORQ entry of 0 bytes meets a
+		// 32-byte response: "rresp len: 32 != 0", TERMINATE, a READ
+		// completion of general error). The byte comes from where the
+		// stream's READs read and lands where theirs do: the same value.
+		m.Op, m.NumSGE, m.SGE[0] = verbs.OpRead, 1, a.In(i, 1)
 	case s.isAtomic():
 		m.Op, m.NumSGE, m.SGE[0] = verbs.OpFetchAdd, 1, a.In(i, 8)
 	default:
