@@ -57,6 +57,9 @@ done
 rm -f .cache/example-commit.txt
 RDMA_REQUIRE=1 .cache/rxevm -timeout 20m -- bash ci/devtests.sh "${pkgs[@]}"
 
+step "Soft-iWARP: siw.ko built for the guest kernel (cached), then the device pass on siw0 over rdma_cm (ci/siw.sh, docs/siw.md)"
+RXEVM=.cache/rxevm bash ci/siw.sh run
+
 step "the gate's self-check: make compare of HEAD against HEAD built with one benchmark's C loop taking 3x as long"
 bash ci/selfcheck.sh
 
