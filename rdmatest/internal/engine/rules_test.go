@@ -140,6 +140,13 @@ func TestIWARPSkips(t *testing.T) {
 		require.Error(t, err)
 		assert.True(t, IsUnsupported(err), "%v", err)
 	}
+	for _, op := range []verbs.Opcode{verbs.OpWriteImm, verbs.OpSendImm} {
+		err := Spec{Kind: KindStream, Op: op, Size: 8}.CheckLimits(siw)
+		require.Error(t, err, "%s", op)
+		assert.True(t, IsUnsupported(err), "%v", err)
+		assert.ErrorContains(t, err, "siw0: "+op.String()+": "+SkipIWARPImm)
+		assert.NoError(t, Spec{Kind: KindStream, Op: op, Size: 8}.CheckLimits(rxeLimits()), "%s runs on rxe", op)
+	}
 	err := Spec{Kind: KindStream, Op: verbs.OpFetchAdd}.CheckLimits(siw)
 	require.Error(t, err)
 	assert.True(t, IsUnsupported(err))

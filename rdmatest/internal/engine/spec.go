@@ -425,12 +425,26 @@ const SkipIWARPRC = "transport iWARP: reliable connected QPs only (ibv_create_qp
 // checkIWARP refuses UD and UC on an iWARP device: iWARP defines only
 // reliable connected QPs (siw, iw_cxgb4 and irdma fail ibv_create_qp of
 // any other type with EOPNOTSUPP).
+//
+// It also refuses the verbs with immediate data there: RDMAP (RFC 5040)
+// has none, and siw fails RDMA_WRITE_WITH_IMM and SEND_WITH_IMM in
+// ibv_post_send with EINVAL.
 func checkIWARP(s *Spec, d *Limits) error {
-	if d.Attr.NodeTransport == verbs.NodeTransportIWARP && s.Transport != verbs.TransportRC {
+	if d.Attr.NodeTransport != verbs.NodeTransportIWARP {
+		return nil
+	}
+	if s.Transport != verbs.TransportRC {
 		return unsupported("%s: %s: %s", d.Device, s.Transport, SkipIWARPRC)
+	}
+	if s.Op == verbs.OpWriteImm || s.Op == verbs.OpSendImm {
+		return unsupported("%s: %s: %s", d.Device, s.Op, SkipIWARPImm)
 	}
 	return nil
 }
+
+// SkipIWARPImm is why a benchmark of a verb with immediate data skips on
+// an iWARP device.
+const SkipIWARPImm = "transport iWARP: no immediate data (RDMAP has none; siw's ibv_post_send is EINVAL)"
 
 func checkTransport(s *Spec, d *Limits) error {
 	switch s.Transport {
