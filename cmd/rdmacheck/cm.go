@@ -39,15 +39,7 @@ func (l *cmListener) Accept(deadline time.Time) (Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cm, err := l.l.Accept(c.qp, deadline)
-	if err != nil {
-		return nil, errors.Join(err, c.Close())
-	}
-	c.cm = cm
-	if err := c.postRecvs(); err != nil {
-		return nil, errors.Join(err, c.Close())
-	}
-	return c, nil
+	return c.connected(l.l.Accept(c.qp, deadline))
 }
 
 func (l *cmListener) Close() error { return l.l.Close() }
@@ -57,7 +49,12 @@ func (v *verbsDevice) DialCM(dst netip.AddrPort, size int, deadline time.Time) (
 	if err != nil {
 		return nil, err
 	}
-	cm, err := verbs.DialCM(dst, c.qp, deadline)
+	return c.connected(verbs.DialCM(dst, c.qp, deadline))
+}
+
+// connected finishes an Accept or DialCM of c: on success it keeps the
+// connection and posts c's receives; on any failure it closes c.
+func (c *rcConn) connected(cm *verbs.CMConn, err error) (Conn, error) {
 	if err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
