@@ -52,6 +52,12 @@ func TestCMScenarios(t *testing.T) {
 	// -size renames the rdma_cm scenarios as the others.
 	scs, _ := override([]scenario{scenarioNamed(t, "write_lat rdma_cm 8 B")}, 64, 0)
 	assert.Equal(t, "write_lat rdma_cm 64 B", scs[0].name)
+
+	// The control's slots hold 64 bytes: no control above them.
+	scs, _ = override([]scenario{s}, 64, 0)
+	assert.True(t, hasControl(scs[0]), "64 B fits cping's slot")
+	scs, _ = override([]scenario{s}, 1024, 0)
+	assert.False(t, hasControl(scs[0]), "cping -s 1024 would be refused")
 }
 
 func TestCheckConnection(t *testing.T) {

@@ -33,8 +33,12 @@ import (
 // what the loop itself differs from perftest's.
 
 // hasControl tells the scenarios the control can run: WRITE ping-pong,
-// connected by hand (cping has no rdma_cm).
-func hasControl(s scenario) bool { return s.program == "ib_write_lat" && !s.cm }
+// connected by hand (cping has no rdma_cm), of at most cpingMaxSize
+// bytes (its slots).
+func hasControl(s scenario) bool { return s.program == "ib_write_lat" && !s.cm && s.size <= cpingMaxSize }
+
+// cpingMaxSize is the largest message cping takes (-s; its SLOT).
+const cpingMaxSize = 64
 
 // controlName labels the control's own-definition rows (C) of a scenario
 // in the tables: its ratio to perftest stands in the own-definition
