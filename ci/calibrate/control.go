@@ -35,7 +35,9 @@ import (
 // hasControl tells the scenarios the control can run: WRITE ping-pong,
 // connected by hand (cping has no rdma_cm), of at most cpingMaxSize
 // bytes (its slots).
-func hasControl(s scenario) bool { return s.program == "ib_write_lat" && !s.cm && s.size <= cpingMaxSize }
+func hasControl(s scenario) bool {
+	return s.program == "ib_write_lat" && !s.cm && s.size <= cpingMaxSize
+}
 
 // cpingMaxSize is the largest message cping takes (-s; its SLOT).
 const cpingMaxSize = 64
