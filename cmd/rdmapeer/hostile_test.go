@@ -309,6 +309,11 @@ func TestHostileClient(t *testing.T) {
 		}, "inline 1024 exceeds rxe0's max_inline_data 512"},
 		{"endpoints missing", func() *oob.Setup { r := targetSetup(2, 64); r.Endpoints = r.Endpoints[:1]; return r }, "1 endpoints for qps 2"},
 		{"bad GID", func() *oob.Setup { r := targetSetup(1, 64); r.Endpoints[0].GID = "x"; return r }, `endpoint 0: gid "x" is not an IP address`},
+		{"UC through rdma_cm", func() *oob.Setup {
+			r := targetSetup(1, 64)
+			r.Scenario.Transport, r.CM = "UC", true
+			return r
+		}, "cm: UC cannot be connected through rdma_cm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dialAuth(t, addr, testToken)
