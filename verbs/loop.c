@@ -90,12 +90,14 @@ static int rb_poll_cq(rb_ctl *c, struct ibv_cq *cq, struct ibv_wc *wc, int n) {
 	return got;
 }
 
-// rb_wait_cq returns at least one completion, waiting at most timeout_ns
-// from since (busy polling, or on the completion channel ch when set); the
-// stop flag ends the wait too. Returns the count, or -1 with the status
+// rb_wait_cq_for returns at least one completion, waiting at most limit
+// ns from since (busy polling, or on the completion channel ch when set);
+// the stop flag ends the wait too. since 0 is stamped at the first
+// deadline check instead (RB_CLOCK_EVERY polls in: no clock read when the
+// completion is there sooner). Returns the count, or -1 with the status
 // set (what and outstanding describe the wait for a stall).
-static int rb_wait_cq(rb_ctl *c, struct ibv_cq *cq, struct ibv_comp_channel *ch, struct ibv_wc *wc, int n,
-		      int64_t since, int what, int64_t outstanding) {
+static int rb_wait_cq_for(rb_ctl *c, struct ibv_cq *cq, struct ibv_comp_channel *ch, struct ibv_wc *wc, int n,
+			  int64_t since, int64_t limit, int what, int64_t outstanding) {
 	for (unsigned spins = 1;; spins++) {
 		int got = rb_poll_cq(c, cq, wc, n);
 		if (got != 0)
@@ -112,7 +114,10 @@ static int rb_wait_cq(rb_ctl *c, struct ibv_cq *cq, struct ibv_comp_channel *ch,
 			}
 			if ((got = rb_poll_cq(c, cq, wc, n)) != 0)
 				return got;
-			int64_t left = since + c->timeout_ns - rb_clock_ns();
+			int64_t now = rb_clock_ns();
+			if (since == 0)
+				since = now;
+			int64_t left = since + limit - now;
 			if (left <= 0) {
 				rb_stalled(c, what, outstanding);
 				return -1;
@@ -127,11 +132,22 @@ static int rb_wait_cq(rb_ctl *c, struct ibv_cq *cq, struct ibv_comp_channel *ch,
 			}
 			continue;
 		}
-		if (spins % RB_CLOCK_EVERY == 0 && rb_clock_ns() - since > c->timeout_ns) {
-			rb_stalled(c, what, outstanding);
-			return -1;
+		if (spins % RB_CLOCK_EVERY == 0) {
+			int64_t now = rb_clock_ns();
+			if (since == 0)
+				since = now;
+			else if (now - since > limit) {
+				rb_stalled(c, what, outstanding);
+				return -1;
+			}
 		}
 	}
+}
+
+// rb_wait_cq is rb_wait_cq_for with the loop's own deadline.
+static int rb_wait_cq(rb_ctl *c, struct ibv_cq *cq, struct ibv_comp_channel *ch, struct ibv_wc *wc, int n,
+		      int64_t since, int what, int64_t outstanding) {
+	return rb_wait_cq_for(c, cq, ch, wc, n, since, c->timeout_ns, what, outstanding);
 }
 
 // rb_rq_post posts the first k WRs of r as one chain.
@@ -868,4 +884,279 @@ int rb_run_rpc(rb_rpc *r) {
 	default:
 		return rb_rpc_drain(r);
 	}
+}
+
+// Program loops (issue #28): a side's steps, interpreted.
+//
+// Send WR IDs of a program: the QP index in bits 40..62, the QP's
+// sequence number below, and bit 63 for a WR signaled by SignalEvery,
+// whose completion only frees the send queue (an Await does not count
+// it).
+#define RB_PROG_BG (UINT64_C(1) << 63)
+
+// rb_prog_take files the completions in wc: receives (their queue by
+// wr_id, reposted in batches; the last one's imm and byte_len kept) and
+// sends (the QP's accounting; Signaled ones counted for Await). Returns
+// 0, or -1 with the status set.
+static int rb_prog_take(rb_prog *p, struct ibv_wc *wc, int got) {
+	rb_ctl *c = &p->ctl;
+	for (int i = 0; i < got; i++) {
+		uint64_t id = wc[i].wr_id;
+		if (wc[i].opcode & IBV_WC_RECV) {
+			uint64_t q = p->nrq == 1 ? 0 : id;
+			if (p->rq == NULL || q >= (uint64_t)p->nrq) {
+				rb_set_bad(c, &wc[i]);
+				return rb_fail(c, RB_UNEXPECTED), -1;
+			}
+			if (rb_rq_consumed(c, &p->rq[q]) != 0)
+				return -1;
+			p->got_recv++;
+			c->recvs++;
+			p->last_imm = (wc[i].wc_flags & IBV_WC_WITH_IMM) ? ntohl(wc[i].imm_data) : 0;
+			p->last_len = wc[i].byte_len;
+			continue;
+		}
+		uint64_t qi = (id & ~RB_PROG_BG) >> RB_SEQ_BITS;
+		if (qi >= (uint64_t)p->nqp) {
+			rb_set_bad(c, &wc[i]);
+			return rb_fail(c, RB_UNEXPECTED), -1;
+		}
+		p->qps[qi].covered = (id & RB_SEQ_MASK) + 1; // completions come in order on a QP
+		if (!(id & RB_PROG_BG))
+			p->got_send++;
+	}
+	return 0;
+}
+
+static int64_t rb_prog_outstanding(rb_prog *p) {
+	int64_t n = 0;
+	for (int i = 0; i < p->nqp; i++)
+		n += (int64_t)(p->qps[i].posted - p->qps[i].covered);
+	return n;
+}
+
+// rb_prog_wait takes at least one completion within limit ns.
+static int rb_prog_wait(rb_prog *p, int64_t limit, int what) {
+	struct ibv_wc wc[RB_POLL_BATCH];
+	int got = rb_wait_cq_for(&p->ctl, p->cq, NULL, wc, RB_POLL_BATCH, 0, limit, what, rb_prog_outstanding(p));
+	return got < 0 ? -1 : rb_prog_take(p, wc, got);
+}
+
+// rb_prog_post posts a post step's chain after waiting for room in its
+// QP's send queue (the program was checked: a signaled WR is always
+// outstanding when the queue is full).
+static int rb_prog_post(rb_prog *p, const rb_step *st) {
+	rb_ctl *c = &p->ctl;
+	rb_pq *q = &p->qps[st->qp];
+	while (q->posted - q->covered + (uint64_t)st->n > (uint64_t)p->send_depth)
+		if (rb_prog_wait(p, c->timeout_ns, RB_WAIT_SEND) != 0)
+			return -1;
+	struct ibv_send_wr *w = &p->wrs[st->first];
+	for (int j = 0; j < st->n; j++)
+		w[j].wr_id = (uint64_t)st->qp << RB_SEQ_BITS | (q->posted + (uint64_t)j);
+	if (st->every > 0) {
+		struct ibv_send_wr *last = &w[st->n - 1];
+		if (p->iter % st->every == st->every - 1) {
+			last->send_flags |= IBV_SEND_SIGNALED;
+			last->wr_id |= RB_PROG_BG;
+		} else {
+			last->send_flags &= ~IBV_SEND_SIGNALED;
+		}
+	}
+	if (rb_post(c, q->qp, w, w) != 0)
+		return -1;
+	q->posted += (uint64_t)st->n;
+	p->consumed += st->consumes;
+	return 0;
+}
+
+// rb_prog_word reads the width-byte word at off.
+static inline uint64_t rb_prog_word(rb_prog *p, const rb_step *st) {
+	volatile uint8_t *m = p->mem + st->off;
+	switch (st->width) {
+	case 8:
+		return *(volatile uint64_t *)m;
+	case 4:
+		return *(volatile uint32_t *)m;
+	default:
+		return *m;
+	}
+}
+
+// rb_prog_spin spins until the step's condition holds, within limit ns
+// (the clock is first read RB_CLOCK_EVERY spins in).
+static int rb_prog_spin(rb_prog *p, const rb_step *st, int64_t limit) {
+	rb_ctl *c = &p->ctl;
+	volatile uint8_t *b = p->mem + st->off;
+	int64_t since = 0;
+	for (unsigned spins = 1;; spins++) {
+		switch (st->kind) {
+		case RB_STEP_SPIN_GEN:
+			if (*b == p->gen)
+				return 0;
+			break;
+		case RB_STEP_SPIN_CHANGE: {
+			uint8_t v = *b;
+			if (v != p->gen) {
+				p->gen = v;
+				return 0;
+			}
+			break;
+		}
+		default:
+			if (rb_prog_word(p, st) == st->value)
+				return 0;
+		}
+		if (c->stop)
+			return rb_fail(c, RB_STOPPED), -1;
+		if (spins % RB_CLOCK_EVERY == 0) {
+			int64_t now = rb_clock_ns();
+			if (since == 0)
+				since = now;
+			else if (now - since > limit)
+				return rb_stalled(c, RB_WAIT_SPIN, rb_prog_outstanding(p)), -1;
+		}
+	}
+}
+
+static int rb_prog_step(rb_prog *p, const rb_step *st, int64_t k, int64_t limit, int64_t *t0);
+
+// rb_prog_iter runs the steps once; k is the iteration's index in this
+// call (negative: warm-up, not recorded).
+static int rb_prog_iter(rb_prog *p, int64_t k) {
+	rb_ctl *c = &p->ctl;
+	int64_t t0 = 0;
+	int waited = 0; // the passive side's first wait of an iteration may last up to idle_ns
+	if (p->whole)
+		t0 = rb_clock_ns();
+	for (int i = 0; i < p->nstep; i++) {
+		const rb_step *st = &p->steps[i];
+		p->step = i;
+		int64_t limit = c->timeout_ns;
+		int idle = 0; // this wait is the passive side's first of the iteration
+		switch (st->kind) {
+		case RB_STEP_AWAIT:
+		case RB_STEP_SPIN_GEN:
+		case RB_STEP_SPIN_CHANGE:
+		case RB_STEP_SPIN_EQUAL:
+			if (p->passive && !waited) {
+				limit = p->idle_ns;
+				idle = 1;
+			}
+			waited = 1;
+		}
+		if (rb_prog_step(p, st, k, limit, &t0) != 0) {
+			if (idle && c->status == RB_STALLED)
+				c->status = RB_IDLE;
+			return -1;
+		}
+	}
+	if (p->whole && k >= 0) {
+		int64_t t1 = rb_clock_ns();
+		rb_hist_add(&p->hist, t1 - t0);
+		if (c->t_first == 0)
+			c->t_first = t0;
+		c->t_last = t1;
+	}
+	p->step = -1;
+	p->iter++;
+	return 0;
+}
+
+// rb_prog_step runs one step (k: the iteration, negative in the warm-up;
+// limit: a wait's deadline; *t0: the sample's start).
+static int rb_prog_step(rb_prog *p, const rb_step *st, int64_t k, int64_t limit, int64_t *t0) {
+	rb_ctl *c = &p->ctl;
+	switch (st->kind) {
+	case RB_STEP_POST:
+		if (rb_prog_post(p, st) != 0)
+			return -1;
+		break;
+	case RB_STEP_AWAIT:
+		while (p->got_recv < st->recvs || p->got_send < st->sends)
+			if (rb_prog_wait(p, limit, RB_WAIT_AWAIT) != 0)
+				return -1;
+		p->got_recv -= st->recvs;
+		p->got_send -= st->sends;
+		break;
+	case RB_STEP_NEXT_GEN:
+		p->gen = p->gen % 255 + 1; // 1..255: never memory's initial 0
+		break;
+	case RB_STEP_PUT_GEN:
+		p->mem[st->off] = p->gen;
+		break;
+	case RB_STEP_SPIN_GEN:
+	case RB_STEP_SPIN_CHANGE:
+	case RB_STEP_SPIN_EQUAL:
+		if (rb_prog_spin(p, st, limit) != 0)
+			return -1;
+		break;
+	case RB_STEP_REPOST:
+		for (int q = 0; q < p->nrq; q++)
+			if (rb_rq_flush(c, &p->rq[q]) != 0)
+				return -1;
+		break;
+	case RB_STEP_COPY_IMM:
+		*(volatile uint32_t *)(p->mem + st->off) = p->last_imm;
+		break;
+	case RB_STEP_COPY_LEN:
+		*(volatile uint32_t *)(p->mem + st->off) = p->last_len;
+		break;
+	case RB_STEP_EXPECT: {
+		uint64_t got = rb_prog_word(p, st);
+		if (got != st->value) {
+			c->want = st->value;
+			c->got = got;
+			c->at = (uint64_t)p->iter;
+			return rb_fail(c, RB_CHECK), -1;
+		}
+		break;
+	}
+	case RB_STEP_SAMPLE_START:
+		*t0 = rb_clock_ns();
+		break;
+	case RB_STEP_SAMPLE_END: {
+		int64_t t1 = rb_clock_ns();
+		if (k >= 0) {
+			rb_hist_add(&p->hist, st->halve ? (t1 - *t0) / 2 : t1 - *t0);
+			if (c->t_first == 0)
+				c->t_first = *t0;
+			c->t_last = t1;
+		}
+		break;
+	}
+	default: // the program was checked: cannot happen
+		return rb_fail(c, RB_UNEXPECTED), -1;
+	}
+	return 0;
+}
+
+// rb_run_prog runs warmup unrecorded iterations, then iters recorded ones
+// (the requester), or iterations until the stop flag (passive: stopped
+// between or inside iterations, it ends RB_OK; its first wait of an
+// iteration that lasts idle_ns ends it RB_IDLE).
+int rb_run_prog(rb_prog *p) {
+	rb_ctl *c = &p->ctl;
+	if (p->passive) {
+		while (!c->stop) {
+			if (rb_prog_iter(p, 0) != 0) {
+				if (c->status == RB_STOPPED) {
+					c->status = RB_OK;
+					break;
+				}
+				return c->status;
+			}
+			c->ops++;
+		}
+		return RB_OK;
+	}
+	for (int64_t k = -p->warmup; k < p->iters; k++) {
+		if (c->stop)
+			return rb_fail(c, RB_STOPPED);
+		if (rb_prog_iter(p, k) != 0)
+			return c->status;
+		if (k >= 0)
+			c->ops++;
+	}
+	return RB_OK;
 }

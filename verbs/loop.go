@@ -115,6 +115,8 @@ var waitNames = []string{
 	"completions of our own sends (room in the send queue)",
 	"the start of the stream we start together with",
 	"the other side's messages (receive completions)",
+	"a byte or word of our memory (a program's spin step)",
+	"the completions a program's await step counts",
 }
 
 // LoopError is a loop that ended without doing its work.
@@ -148,6 +150,9 @@ func (e *LoopError) Error() string {
 	case LoopUnexpected:
 		return fmt.Sprintf("%sunexpected completion wr_id=%d opcode=%s qpn=%#x", p, e.WC.ID, e.WC.Opcode, e.WC.QPN)
 	case LoopCheck:
+		if e.Loop == "program" {
+			return fmt.Sprintf("%siteration %d (from 0, warm-up included) read %d, expected %d", p, e.At, e.Got, e.Want)
+		}
 		return fmt.Sprintf("%soperation %d returned %d, expected %d", p, e.At, e.Got, e.Want)
 	}
 	return fmt.Sprintf("%sstatus %d", p, e.Status)

@@ -46,6 +46,8 @@ enum {
 	RB_WAIT_SEND,        // completions of our own sends (room in the send queue)
 	RB_WAIT_GATE,        // the start of the stream we start together with
 	RB_WAIT_RECVS,       // the other side's messages (our receives), bidir streams
+	RB_WAIT_SPIN,        // a program's spin: a byte or word of our memory
+	RB_WAIT_AWAIT,       // a program's await: receive completions and/or our signaled WRs' completions
 };
 
 // rb_ctl is the part every loop shares: the stop flag Go sets, the
@@ -206,7 +208,66 @@ typedef struct {
 	int64_t t_start;
 } rb_stream;
 
+// Program steps (rb_step.kind): the Go StepKind values.
+enum {
+	RB_STEP_POST = 1,     // post wrs[first, first+n) on qps[qp] as one chain (one doorbell)
+	RB_STEP_AWAIT,        // recvs receive completions and sends completions of Signaled WRs
+	RB_STEP_NEXT_GEN,     // gen = gen % 255 + 1
+	RB_STEP_PUT_GEN,      // mem[off] = gen
+	RB_STEP_SPIN_GEN,     // spin until mem[off] == gen
+	RB_STEP_SPIN_CHANGE,  // spin until mem[off] != gen, then gen = mem[off]
+	RB_STEP_SPIN_EQUAL,   // spin until the width-byte word at off == value
+	RB_STEP_REPOST,       // post the consumed receives again now
+	RB_STEP_COPY_IMM,     // the last receive's immediate data → the 4 bytes at off
+	RB_STEP_COPY_LEN,     // the last receive's byte_len → the 4 bytes at off
+	RB_STEP_EXPECT,       // the width-byte word at off must equal value (else RB_CHECK)
+	RB_STEP_SAMPLE_START, // the sample starts here
+	RB_STEP_SAMPLE_END,   // the sample ends here (halved when halve)
+};
+
+// rb_step is one step of a program (loop.go's Step, checked there).
+typedef struct {
+	int32_t kind, qp, first, n;  // RB_STEP_POST
+	int32_t recvs, sends;        // RB_STEP_AWAIT
+	int32_t every;               // RB_STEP_POST: signal the last WR once every `every` iterations, reaped in the background
+	int32_t halve, width;        // RB_STEP_SAMPLE_END; RB_STEP_SPIN_EQUAL and RB_STEP_EXPECT: 1, 4 or 8 bytes
+	int32_t consumes;            // RB_STEP_POST: WRs that consume a receive at the peer
+	int64_t off;                 // offset into mem
+	uint64_t value;
+} rb_step;
+
+// rb_pq is the send-queue accounting of one QP of a program.
+typedef struct {
+	struct ibv_qp *qp;
+	uint64_t posted, covered; // WRs posted; WRs known complete (through the last signaled completion seen)
+} rb_pq;
+
+// rb_prog is a side's program (issue #28): steps interpreted once per
+// iteration, iters iterations (the requester) or until the stop flag
+// (passive), with no allocation and no system call of ours.
+typedef struct {
+	rb_ctl ctl;
+	rb_hist hist;
+	struct ibv_cq *cq;
+	rb_pq *qps;
+	rb_rq *rq;                   // kept receives: per QP, or one SRQ (NULL: none)
+	struct ibv_send_wr *wrs;     // the posts' WRs, chained per post step
+	rb_step *steps;
+	volatile uint8_t *mem;       // the side's memory: step offsets are into it
+	int32_t nqp, nrq, nstep, send_depth;
+	int32_t passive, whole;      // whole: the sample is the whole iteration (no sample steps)
+	int32_t step, pad;           // the step running (the failing one when the loop fails)
+	int64_t iters, warmup, idle_ns;
+	// Kept from one call to the next (Warm, then Run): iterations done,
+	// completions seen but not yet awaited, the last receive's fields
+	// and the generation register.
+	int64_t iter, got_recv, got_send, consumed;
+	uint32_t last_imm, last_len;
+	uint8_t gen, pad2[7];
+} rb_prog;
+
 int rb_run_ping(rb_ping *p);
+int rb_run_prog(rb_prog *p);
 int rb_run_serve(rb_serve *s);
 int rb_run_stream(rb_stream *s);
 int rb_run_rpc(rb_rpc *r);

@@ -41,6 +41,8 @@ type Loop struct {
 	serve  *C.rb_serve
 	stream *C.rb_stream
 	rpc    *C.rb_rpc
+	prog   *C.rb_prog
+	steps  []Step           // a program's steps (naming a failing one)
 	frees  []unsafe.Pointer // C allocations, freed by Close
 
 	mu      sync.Mutex
@@ -358,6 +360,8 @@ func (l *Loop) Run() (LoopResult, error) {
 	case l.rpc != nil:
 		l.rpc.phase = C.RB_RPC_MEASURE
 		C.rb_run_rpc(l.rpc)
+	case l.prog != nil:
+		C.rb_run_prog(l.prog)
 	default:
 		C.rb_run_stream(l.stream)
 	}
@@ -395,11 +399,12 @@ func (l *Loop) leave(ran bool) {
 // Warm runs n unrecorded round trips of a ping loop now (untimed), and
 // the atomic loops' first read of the counter; the next Run does only the
 // measured ones. An rpc loop fills its window, completes n RPCs and takes
-// their responses, leaving none outstanding.
+// their responses, leaving none outstanding. A requester's program runs
+// n unrecorded iterations.
 func (l *Loop) Warm(n int64) error {
 	if err := l.enter(func() error {
-		if (l.ping == nil && l.rpc == nil) || l.ran {
-			return fmt.Errorf("verbs: Warm applies to a ping or rpc loop before its Run")
+		if (l.ping == nil && l.rpc == nil && (l.prog == nil || l.prog.passive != 0)) || l.ran {
+			return fmt.Errorf("verbs: Warm applies to a ping, rpc or requester's program loop before its Run")
 		}
 		return nil
 	}); err != nil {
@@ -409,6 +414,16 @@ func (l *Loop) Warm(n int64) error {
 	p, r := l.ping, l.rpc
 	if r != nil {
 		return l.rpcPhase(C.RB_RPC_FILL, C.int64_t(n))
+	}
+	if g := l.prog; g != nil {
+		iters := g.iters
+		g.iters, g.warmup = 0, C.int64_t(n)
+		C.rb_run_prog(g)
+		err := l.err()
+		g.iters, g.warmup = iters, 0
+		c := l.ctl
+		c.status, c.ops, c.t_first, c.t_last = 0, 0, 0, 0
+		return err
 	}
 	iters := p.iters
 	p.iters, p.warmup = 0, C.int64_t(n)
@@ -516,7 +531,7 @@ func (l *Loop) err() error {
 	case LoopWC, LoopUnexpected:
 		e.WC = *(*WC)(unsafe.Pointer(&c.bad))
 	}
-	return e
+	return l.progErr(e)
 }
 
 // Counts copies the histogram's counts (hdrhistogram-go's layout for the
@@ -582,7 +597,7 @@ func (l *Loop) free() {
 	for _, p := range l.frees {
 		C.free(p)
 	}
-	l.frees, l.ctl, l.hist, l.ping, l.serve, l.stream, l.rpc = nil, nil, nil, nil, nil, nil, nil
+	l.frees, l.ctl, l.hist, l.ping, l.serve, l.stream, l.rpc, l.prog = nil, nil, nil, nil, nil, nil, nil, nil
 	if l.id != 0 {
 		untrack(l.id)
 		l.id = 0

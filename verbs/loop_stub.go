@@ -46,3 +46,14 @@ func NewRPC(RPCConfig) (*Loop, error) { return nil, ErrNotSupported }
 
 // Drain returns ErrNotSupported without cgo.
 func (*Loop) Drain() error { return ErrNotSupported }
+
+// NewProgram checks cfg and returns ErrNotSupported without cgo.
+func NewProgram(cfg ProgramConfig) (*Loop, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	return nil, ErrNotSupported
+}
+
+// Consumed is 0 without cgo.
+func (*Loop) Consumed() int64 { return 0 }
