@@ -10,10 +10,11 @@
 // package rdmatest/scenario; cmd/rdmapeer serves side B to another host
 // through package rdmatest/peer. All three stand on one engine, an
 // internal package: the metrics defined below are the same everywhere.
-// Pair, Side, Target and the other types here are that engine's types
-// under their rdmatest names (Recorder is rdmatest/internal/hist's); go
-// doc lists their methods with `go doc ./rdmatest/internal/engine Side`
-// (and so on).
+// The own-pattern types (Pair, Side, Program, Step, WR, Mem) are this
+// package's own: go doc ./rdmatest is all one needs to write a pattern
+// (go doc ./rdmatest Side.Post and friends). Dev, Recorder and a few
+// others are the engine's and rdmatest/internal/hist's types under their
+// rdmatest names.
 //
 // # Device selection
 //
@@ -55,16 +56,47 @@
 //
 // # Your own pattern
 //
-// A benchmark of one's own pattern needs about fifteen lines (see the
-// commit example): [NewPair], [Serve] for side B when the pattern needs
-// an answer ([EchoSends], [SinkSends]), WRs built once ([Side.OutAt],
-// [Target.Write], [Target.Send], verbs.Write, verbs.Send, .Signaled()),
-// and [Measure] around a function doing one operation with [Side.Post]
-// and [Side.Await] ([Side.KeepRecvs] for receives that must not run dry).
-// Measure reports what the built-in families report, with the rate in a
-// unit of one's own ([RegisterUnit]); [Benchmark] runs such a function
-// outside go test -bench (an Example, a program). The operation runs in
-// Go (a cgo call per post and per poll); side B's loop runs in C.
+// A pattern of one's own is a program per side, built in Go as data and
+// run by one C loop in package verbs on a thread and CPU of its own — the
+// built-in families' fidelity: no cgo call, no Go code and no allocation
+// per operation (a device test counts the cgo calls). The three examples
+// are about fifteen lines each:
+//
+//   - [NewPair] connects A and B; [Side.Out], [Side.In] and [Side.Peer]
+//     name memory (each QP has a 64-byte aligned "out" and "in" slot per
+//     side, registered for every remote access and zeroed at the start;
+//     a WR reaches the peer's "in" slots only).
+//   - [Write], [Read], [Send], [CmpSwap] and [FetchAdd] build WRs
+//     ([WR.Signaled], [WR.Fenced], [WR.Inline], [WR.WithImm]); atomics
+//     return the old value in host byte order.
+//   - A side's steps: [Side.Post] (one chain, one doorbell;
+//     [Step.SignalEvery] for background signaling), [Side.Await]
+//     ([Recvs], [Sends]), [Side.NextGen], [Side.PutGen], [Side.SpinGen],
+//     [Side.SpinChange], [Side.SpinEqual], [Side.Repost],
+//     [Side.CopyImm], [Side.CopyLen], [Side.Expect] (a pattern checks
+//     its results with it), and the sample's bounds [Side.StartSample],
+//     [Side.EndSample], [Side.EndHalfSample] (without them a sample is
+//     the whole iteration).
+//   - [Side.Program] makes them a program, run in order once per
+//     iteration ([Program.KeepRecvs] keeps receives posted).
+//   - [Serve] runs B's program until the benchmark ends (none is needed
+//     when B's NIC serves READ, WRITE and atomics alone); [Measure] runs
+//     A's for b.N iterations and reports what the built-in families
+//     report, the rate in a unit of one's own ([RegisterUnit]).
+//     [Benchmark] runs a benchmark outside go test -bench (an Example, a
+//     program).
+//
+// Programs are checked before anything is posted: every memory range
+// against its slot, every WR against its QP, the send queues'
+// accounting (a post that could overfill one, a QP whose WRs are never
+// signaled), the awaits (a Signaled WR never awaited, a READ or atomic
+// whose result is never known to have arrived, a program that never
+// waits) and the samples; each error names the side and the step. At
+// run time every wait has the -rdma.timeout deadline, a failed [Side.Expect]
+// or completion ends the benchmark naming the side and the step, and
+// after the run every message A sent that consumes a receive must have
+// reached B's program (on RC). With -rdma.peer, side B runs only the
+// built-in families' roles: Serve fails saying so.
 //
 // # CPUs
 //

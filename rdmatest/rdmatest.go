@@ -85,67 +85,6 @@ func Config() [][2]string { return engine.Config() }
 // device it writes `rdma-device: none` and the reason on stderr.
 func PrintConfig(w io.Writer) { engine.PrintConfig(w) }
 
-// Endpoints and one's own pattern.
-
-// Pair is two sides connected QP to QP: A, the requester a benchmark
-// drives, and B, the passive side, on the same device — or, with
-// -rdma.peer, made by a remote peer, and then B is nil (see the package
-// doc).
-type Pair = engine.Pair
-
-// PairConfig says what NewPair builds: transport, QPs, queue depths,
-// buffer size, MTU.
-type PairConfig = engine.PairConfig
-
-// Side is one side of a Pair: its QPs, CQ and registered memory.
-// Side.OutAt and Side.InAt address its memory (bounds-checked),
-// Side.Post posts a WR with per-QP send-queue accounting, Side.Await
-// waits for completions, Side.KeepRecvs keeps receives posted.
-type Side = engine.Side
-
-// Target is the published description of side B's memory and QP that
-// side A's WRs address (Target.Write, Target.Send).
-type Target = engine.Target
-
-// NewPair creates and connects a pair on d; everything is released when
-// tb ends, and errors fail tb. Side B is idle until Serve gives it a role.
-func NewPair(tb testing.TB, d *Dev, cfg PairConfig) *Pair { return engine.NewPair(tb, d, cfg) }
-
-// Role is what side B does for a pattern of one's own (EchoSends,
-// SinkSends).
-type Role = engine.Role
-
-// EchoSends is side B answering every SEND it receives with a SEND of n
-// bytes (the first n bytes that arrived): an acknowledgement.
-func EchoSends(n int) Role { return engine.EchoSends(n) }
-
-// SinkSends is side B receiving SENDs of up to n bytes and answering
-// nothing.
-func SinkSends(n int) Role { return engine.SinkSends(n) }
-
-// Serve starts side B's role: a C loop on a thread (and CPU) of its own,
-// until Measure ends or tb does. READ, WRITE and atomics need no Serve:
-// the NIC serves them. B must be in this process: with -rdma.peer a peer
-// plays only the standard scenarios' roles, and Serve fails saying so.
-func Serve(tb testing.TB, p *Pair, r Role) { engine.Serve(tb, p, r) }
-
-// Count is a number of completions Side.Await waits for (Recvs, Sends).
-type Count = engine.Count
-
-// Recvs is n receive completions (each a message that arrived).
-func Recvs(n int) Count { return engine.Recvs(n) }
-
-// Sends is n completions of signaled WRs posted by this side.
-func Sends(n int) Count { return engine.Sends(n) }
-
-// MeasureOpts are Measure's options: the rate's unit and the warm-up.
-type MeasureOpts = engine.MeasureOpts
-
-// Measure is the timed region of a benchmark of one's own pattern: it
-// calls op b.N times, each call one operation and one latency sample,
-// and reports what the standard scenarios report (see the package doc).
-func Measure(b *testing.B, p *Pair, o MeasureOpts, op func() error) { engine.Measure(b, p, o, op) }
-
 // Benchmark runs f as testing.Benchmark does — for an Example or a
 // program, where go test -bench does not run it — and writes the result
 // to standard error in the benchmark format, with the configuration and

@@ -56,7 +56,8 @@ func TestControlPathMetrics(t *testing.T) {
 	}
 	assert.NotContains(t, res.Extra, "preempted/run")
 
-	own, failed := ownRun(t, d, commitOp)
+	a, bs := commitSpecs()
+	own, failed := progRun(t, d, a, bs, d.Opts.Timeout)
 	require.Empty(t, failed)
 	assert.Contains(t, own.Extra, "preempted/run", "a pinned timed loop counts its preemptions")
 }

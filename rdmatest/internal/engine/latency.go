@@ -190,6 +190,17 @@ func serveConfig(b *Side, s *Spec, role passiveRole, recvDepth int, timeout time
 	return cfg, true
 }
 
+// ReportRate reports msgs/s: msgs divided by the testing timer's elapsed
+// time (b.Elapsed), for a pattern with no loop clock of its own; the
+// standard scenarios and MeasureProgram divide by the loop's own time
+// instead. Call it after the loop (and after any timed drain).
+func ReportRate(b *testing.B, msgs int) {
+	b.Helper()
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(msgs)/s, "msgs/s")
+	}
+}
+
 // reportLoopRate reports ops per second of a C loop's own elapsed time.
 func reportLoopRate(b *testing.B, unit string, ops int64, elapsed time.Duration) {
 	b.Helper()

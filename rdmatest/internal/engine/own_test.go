@@ -4,29 +4,15 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/prog"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/units"
 	"github.com/rdmabench/rdmabench/verbs"
 )
-
-func TestSlotBounds(t *testing.T) {
-	s := &Side{QPs: make([]*verbs.QP, 2), slot: 128}
-	for _, tt := range []struct {
-		qp, off, n int
-		want       string
-	}{
-		{2, 0, 8, "rdmatest: OutAt: QP 2 out of range: the side has 2 QPs"},
-		{-1, 0, 8, "rdmatest: OutAt: QP -1 out of range: the side has 2 QPs"},
-		{0, 64, 65, "rdmatest: OutAt: bytes 64..129 out of range: a slot holds 128 bytes (PairConfig.SlotSize, rounded up to 64)"},
-		{0, -1, 8, "rdmatest: OutAt: bytes -1..7 out of range: a slot holds 128 bytes (PairConfig.SlotSize, rounded up to 64)"},
-	} {
-		assert.PanicsWithValue(t, tt.want, func() { s.OutAt(tt.qp, tt.off, tt.n) })
-		assert.PanicsWithValue(t, strings.Replace(tt.want, "OutAt", "InAt", 1), func() { s.InAt(tt.qp, tt.off, tt.n) })
-	}
-}
 
 // A skipped run (on the host: no device, none required — the host's pass
 // of Example_commit) makes Benchmark write why and return a zero result;
@@ -71,77 +57,88 @@ func TestBenchmarkSkipsAndFails(t *testing.T) {
 	assert.Contains(t, buf.String(), "BenchmarkUnits/unit=naks-")
 }
 
-// Device tests of the own-pattern API.
+// Device tests of programs (the own-pattern API).
 
-// ownRun runs op as a Measure benchmark on a fresh RC pair whose side B
-// echoes 8-byte SENDs, and returns the result and why it failed ("" if
-// it did not).
-func ownRun(t *testing.T, d *Dev, op func(p *Pair) func() error) (testing.BenchmarkResult, string) {
+// commitSpecs are the commit pattern's programs: A WRITEs 4 KiB and SENDs
+// an 8-byte commit, B answers each with an 8-byte SEND.
+func commitSpecs() (a, b prog.Spec) {
+	out := func(off, n int) prog.Mem { return prog.Mem{Off: off, Len: n} }
+	b = prog.Spec{Recvs: true, RecvBytes: 8, Steps: []prog.Step{
+		{Kind: verbs.StepAwait, Recvs: 1},
+		{Kind: verbs.StepPost, WRs: []prog.WR{{Op: verbs.OpSend, Local: out(0, 8)}}, Every: 64},
+	}}
+	a = prog.Spec{Recvs: true, RecvBytes: 8, Steps: []prog.Step{
+		{Kind: verbs.StepPost, WRs: []prog.WR{{Op: verbs.OpWrite, Local: out(8, 4096), Remote: prog.Remote{Off: 8}},
+			{Op: verbs.OpSend, Local: out(0, 8), Flags: verbs.FlagSignaled}}},
+		{Kind: verbs.StepAwait, Recvs: 1, Sends: 1},
+	}}
+	return a, b
+}
+
+// progRun runs side A's program a as a MeasureProgram benchmark on a
+// fresh RC pair whose side B runs b (none when b has no steps), every
+// wait bounded by timeout; it returns the result and why it failed (""
+// if it did not).
+func progRun(t *testing.T, d *Dev, a, b prog.Spec, timeout time.Duration) (testing.BenchmarkResult, string) {
 	t.Helper()
 	var failed []string
-	res := testing.Benchmark(func(b *testing.B) {
-		notes.Store(b, &failed)
-		b.Cleanup(func() { notes.Delete(b) })
-		p := NewPair(b, d, PairConfig{SlotSize: 4096 + 8})
-		Serve(b, p, EchoSends(8))
-		Measure(b, p, MeasureOpts{Rate: "commits/s", Warmup: 4}, op(p))
+	res := testing.Benchmark(func(tb *testing.B) {
+		notes.Store(tb, &failed)
+		tb.Cleanup(func() { notes.Delete(tb) })
+		p := NewPair(tb, d, PairConfig{SlotSize: 4096 + 8})
+		p.Dev = &Dev{Device: d.Device, PortNum: d.PortNum, PortAttr: d.PortAttr, GIDEntry: d.GIDEntry, Opts: d.Opts, cpus: d.cpus}
+		p.Dev.Opts.Timeout = timeout
+		if len(b.Steps) > 0 {
+			ServeProgram(tb, p, b)
+		}
+		MeasureProgram(tb, p, MeasureOpts{Rate: "commits/s", Warmup: 4}, a)
 	})
 	return res, strings.Join(failed, "; ")
 }
 
-func commitOp(p *Pair) func() error {
-	write := p.A.Peer[0].Write(p.A.OutAt(0, 0, 4096))
-	commit := p.A.Peer[0].Send(p.A.OutAt(0, 4096, 8)).Signaled()
-	return func() error {
-		if err := p.A.Post(0, write, commit); err != nil {
-			return err
-		}
-		return p.A.Await(Recvs(1), Sends(1))
-	}
-}
-
-func TestMeasureOwnPattern(t *testing.T) {
+func TestMeasureProgram(t *testing.T) {
 	d := Device(t)
-	res, failed := ownRun(t, d, commitOp)
+	a, b := commitSpecs()
+	res, failed := progRun(t, d, a, b, d.Opts.Timeout)
 	require.Empty(t, failed)
 	require.Positive(t, res.N)
 	for _, u := range []string{"p50-ns", "p99-ns", "max-ns", "commits/s", "cpu-ns/op"} {
 		assert.Positive(t, res.Extra[u], u)
 	}
 	assert.LessOrEqual(t, res.Extra["p50-ns"], res.Extra["p99-ns"])
-	assert.Zero(t, res.AllocsPerOp(), "Post and Await allocate nothing in the timed region")
+	assert.Zero(t, res.AllocsPerOp(), "nothing allocates in the timed region")
 }
 
-func TestMeasureOwnPatternFails(t *testing.T) {
+func TestMeasureProgramFails(t *testing.T) {
 	d := Device(t)
 	for _, tt := range []struct {
 		name string
-		op   func(p *Pair) func() error
-		want string
+		edit func(a, b *prog.Spec)
+		want []string
 	}{
-		{"an operation's error", func(p *Pair) func() error {
-			n := 0
-			return func() error {
-				if n++; n == 10 {
-					return verbs.ErrClosed
-				}
-				return commitOp(p)()
-			}
-		}, "operation 6 of"}, // 4 warm-up calls, then the 6th timed: the 10th call
-		{"an overfilled send queue", func(p *Pair) func() error {
-			w := p.A.Peer[0].Write(p.A.OutAt(0, 0, 64)) // never signaled
-			return func() error { return p.A.Post(0, w) }
-		}, "send queue of QP"},
-		{"a message the passive side never received", func(p *Pair) func() error {
-			return func() error {
-				p.A.ownState().sends++ // claims one more SEND than it posts
-				return commitOp(p)()
-			}
-		}, "that consume a receive, but the passive side received"},
+		{"a bad program of A, refused before it runs", func(a, _ *prog.Spec) {
+			a.Steps = a.Steps[:1] // the commit's completion is never awaited
+		}, []string{"side A's program: verbs: program step 0 (post): never awaited"}},
+		{"a bad program of B, refused before it runs", func(_, b *prog.Spec) {
+			b.Steps = append(b.Steps, prog.Step{Kind: verbs.StepKind(42)})
+		}, []string{"side B's program: verbs: program step 2 (step-kind(42)): unknown step kind 42"}},
+		{"a memory range out of the slot", func(a, _ *prog.Spec) {
+			a.Steps[0].WRs[0].Local.Len = 8192
+		}, []string{"side A's program: verbs: program step 0 (post): WR 0: bytes 8..8200 of QP 0's out slot: out of range"}},
+		{"a check of A that fails", func(a, _ *prog.Spec) {
+			a.Steps = append(a.Steps, prog.Step{Kind: verbs.StepExpect, At: prog.Mem{In: true, Off: 0, Len: 8}, Value: 1})
+		}, []string{"side A's program, warm-up: verbs: program step 2 (expect)", "read 0, expected 1"}},
+		{"a check of B that fails, named with A's stall", func(_, b *prog.Spec) {
+			b.Steps = append([]prog.Step{b.Steps[0], {Kind: verbs.StepExpect, At: prog.Mem{In: true, Len: 1}, Value: 9}}, b.Steps[1:]...)
+		}, []string{"side A's program, warm-up: verbs: program step 1 (await)", "passive side: verbs: program step 1 (expect)", "read 0, expected 9"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, failed := ownRun(t, d, tt.op)
-			assert.Contains(t, failed, tt.want)
+			a, b := commitSpecs()
+			tt.edit(&a, &b)
+			_, failed := progRun(t, d, a, b, 2*time.Second)
+			for _, w := range tt.want {
+				assert.Contains(t, failed, w)
+			}
 		})
 	}
 }

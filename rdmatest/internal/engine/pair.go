@@ -108,7 +108,6 @@ type Side struct {
 	depth     int           // send queue depth per QP
 	recvDepth int           // receive queue depth per QP (of the SRQ with one)
 	timeout   time.Duration // every wait's deadline (-rdma.timeout)
-	own       *own
 }
 
 // Resources collects verbs objects and closes them in reverse order of

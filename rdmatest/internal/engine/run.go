@@ -108,3 +108,10 @@ func Benchmark(name string, f func(b *testing.B)) testing.BenchmarkResult {
 	fmt.Fprintf(BenchmarkOutput, "Benchmark%s-%d\t%s\t%s\n", name, runtime.GOMAXPROCS(0), res.String(), res.MemString())
 	return res
 }
+
+// Fatal is tb.Fatal with the message kept for Benchmark (rdmatest's own
+// failures).
+func Fatal(tb testing.TB, args ...any) {
+	tb.Helper()
+	fatal(tb, args...)
+}

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/prog"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/units"
+	"github.com/rdmabench/rdmabench/verbs"
+)
+
+// A benchmark of one's own pattern is a Pair, a program for side A
+// (MeasureProgram) and, when the pattern needs an answer, one for side B
+// (ServeProgram): each a prog.Spec, interpreted by one C loop in verbs on
+// a thread and CPU of its own — no cgo call and no Go code per
+// operation, as in the built-in families' loops.
+
+// Slot is the bytes of each of the side's slots (PairConfig.SlotSize
+// rounded up to 64; on UD including the 40-byte GRH).
+func (s *Side) Slot() int { return s.slot }
+
+// Layout is the side's layout for prog.Resolve.
+func (s *Side) Layout(t verbs.Transport) prog.Layout {
+	l := prog.Layout{Transport: t, QPs: s.QPs, CQ: s.CQ, SRQ: s.SRQ, Buf: s.Buf, MR: s.MR, Slot: s.slot,
+		SendDepth: s.depth, RecvDepth: s.recvDepth}
+	for _, t := range s.Peer {
+		l.Peer = append(l.Peer, prog.Peer{Addr: t.Addr, RKey: t.RKey, Dest: t.Dest})
+	}
+	return l
+}
+
+// programUnsupported tells why spec cannot run on d (nil: it can): a
+// device without atomics, or immediate data on iWARP. The caller skips.
+func programUnsupported(d *Dev, spec prog.Spec) error {
+	a := d.Attr()
+	for i := range spec.Steps {
+		for _, w := range spec.Steps[i].WRs {
+			switch {
+			case (w.Op == verbs.OpFetchAdd || w.Op == verbs.OpCmpSwap) && a.AtomicCap == verbs.AtomicNone:
+				return unsupported("%s has no atomic support (atomic_cap %s)", d.Name(), a.AtomicCap)
+			case (w.Op == verbs.OpWriteImm || w.Op == verbs.OpSendImm) && a.NodeTransport == verbs.NodeTransportIWARP:
+				return unsupported("%s: %s: %s", d.Name(), w.Op, SkipIWARPImm)
+			}
+		}
+	}
+	return nil
+}
+
+// newProgram resolves spec on side s and builds its loop.
+func newProgram(s *Side, t verbs.Transport, spec prog.Spec, run prog.Run) (*verbs.Loop, error) {
+	cfg, err := prog.Resolve(spec, s.Layout(t), run)
+	if err == nil {
+		var l *verbs.Loop
+		if l, err = verbs.NewProgram(cfg); err == nil {
+			return l, nil
+		}
+	}
+	return nil, err
+}
+
+// ServeProgram starts side B's program: a C loop on a thread (and CPU) of
+// its own, until MeasureProgram ends or tb does; its first wait of each
+// iteration may last -rdma.timeout without a request. READ, WRITE and
+// atomics need no program on B: the NIC serves them. B must be in this
+// process: with -rdma.peer, ServeProgram fails saying so.
+func ServeProgram(tb testing.TB, p *Pair, spec prog.Spec) {
+	tb.Helper()
+	if p.B == nil {
+		fatal(tb, fmt.Errorf("rdmatest: Serve: side B is played by the remote peer -rdma.peer=%s, which serves only the built-in families; run a benchmark of your own pattern without -rdma.peer", p.Dev.Opts.Peer))
+	}
+	if p.served != nil {
+		fatal(tb, errors.New("rdmatest: Serve: side B already serves"))
+	}
+	if err := programUnsupported(p.Dev, spec); err != nil {
+		skip(tb, err)
+	}
+	timeout := p.Dev.Opts.Timeout
+	l, err := newProgram(p.B, p.Cfg.Transport, spec, prog.Run{Passive: true, Idle: timeout, Timeout: timeout})
+	if err != nil {
+		fatal(tb, fmt.Errorf("rdmatest: side B's program: %w", err))
+	}
+	r := readyLoop(l, p.Dev.cpus.ForLoops(2)[1])
+	if r.err != nil { // the thread could not be pinned: the loop would not run
+		r.begin()
+		<-r.done
+		fatal(tb, errors.Join(fmt.Errorf("rdmatest: side B: %w", r.err), l.Close()))
+	}
+	r.begin()
+	p.served = &responder{run: r, timeout: timeout}
+	tb.Cleanup(func() { _ = p.served.Stop() })
+}
+
+// MeasureOpts configures MeasureProgram.
+type MeasureOpts struct {
+	// Rate is the unit of the iterations-per-second metric, e.g.
+	// "commits/s" (default "ops/s"); it is registered as higher-is-better
+	// (see units.Register).
+	Rate string
+	// Warmup is the number of untimed, unrecorded iterations before the
+	// timer starts (default 16): first touches, the completion path.
+	Warmup int
+}
+
+// MeasureProgram is the timed region of a benchmark of one's own
+// pattern: side A's program runs b.N iterations in one C loop on a
+// thread pinned to the requester's CPU, each iteration one sample (the
+// whole iteration, or from its sample-start to its sample-end step).
+// Around the loop: the CPU check (one CPU per spinning loop, or skip),
+// Warmup untimed iterations, garbage collection before the timer, the
+// port counters and CPU time. After the timer: on RC, every message A
+// sent that consumes a receive must have arrived at B's program (a fail
+// names both counts), then p50-ns … max-ns, the rate (iterations per
+// second of the loop's own time), cpu-ns/op (both sides' threads),
+// allocations and the port counters that moved. A failure of either side
+// ends the benchmark naming the side and the step.
+func MeasureProgram(b *testing.B, p *Pair, o MeasureOpts, spec prog.Spec) {
+	b.Helper()
+	takeTurn(b)
+	if o.Rate == "" {
+		o.Rate = "ops/s"
+	}
+	switch {
+	case o.Warmup < 0:
+		fatal(b, fmt.Errorf("rdmatest: Measure: Warmup %d: want 0 (the default, 16) or more", o.Warmup))
+	case o.Warmup == 0:
+		o.Warmup = 16
+	}
+	if err := units.Register(o.Rate, "higher"); err != nil {
+		fatal(b, err)
+	}
+	busy := 1
+	if p.served != nil {
+		busy = 2
+	}
+	if err := checkProcs(busy); err != nil {
+		skip(b, err)
+	}
+	if err := programUnsupported(p.Dev, spec); err != nil {
+		skip(b, err)
+	}
+	d := p.Dev
+	l, err := newProgram(p.A, p.Cfg.Transport, spec, prog.Run{Iters: int64(b.N), Timeout: d.Opts.Timeout, Hist: histGeometry})
+	if err != nil {
+		p.served.fatal(b, fmt.Errorf("rdmatest: side A's program: %w", err))
+	}
+	defer l.Close()
+	if err := l.Warm(int64(o.Warmup)); err != nil {
+		p.served.fatal(b, fmt.Errorf("rdmatest: side A's program, warm-up: %w", err))
+	}
+	b.ReportAllocs()
+	res, rec, before := measure(b, d, l, d.cpus.ForLoops(busy)[0], p.served, func() error { return p.checkDelivered(l) })
+	if res.Ops != int64(b.N) {
+		b.Fatalf("rdmatest: verification: side A's program ran %d iterations, expected %d", res.Ops, b.N)
+	}
+	if rec.Count() != int64(b.N) {
+		b.Fatalf("rdmatest: verification: %d samples for %d iterations", rec.Count(), b.N)
+	}
+	hist.ReportLatencyHeld(b, rec)
+	reportLoopRate(b, o.Rate, res.Ops, res.Elapsed())
+	before.report(b, d, int64(b.N))
+}
+
+// checkDelivered checks, after A's program, that B's program received
+// every message A sent that consumes a receive (on RC; UC and UD may
+// lose messages), waiting for the last ones up to the deadline. Without
+// a program on B nothing is checked here (the steps' own checks remain).
+func (p *Pair) checkDelivered(a *verbs.Loop) error {
+	if p.served == nil || p.Cfg.Transport != verbs.TransportRC {
+		return nil
+	}
+	want := a.Consumed()
+	deadline := time.Now().Add(p.Dev.Opts.Timeout)
+	for p.served.recvs() < want && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
+	if got := p.served.recvs(); got != want {
+		return fmt.Errorf("rdmatest: verification: side A posted %d messages that consume a receive, but side B's program received %d", want, got)
+	}
+	return nil
+}
