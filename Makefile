@@ -27,7 +27,7 @@ BENCH_TIMEOUT := 3h
 endif
 STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: all deps build test unit devtest vmtest fuzz bench compare plots calibrate calibration-table clean
+.PHONY: all deps build test unit devtest vmtest fuzz bench compare plots calibrate calibration-table progcost clean
 
 all: build
 
@@ -129,6 +129,16 @@ calibrate: build
 # README.md (a host test checks that it is).
 calibration-table:
 	go run ./ci/calibrate -render docs/calibration -readme README.md
+
+# make progcost: the step interpreter's cost per operation (issue #28):
+# the hand-written WriteLat loops against the same ping-pong as two
+# programs, 200 interleaved blocks of 1000 round trips each, twice, in
+# one boot (engine's TestProgramCost; docs/performance.md).
+progcost: build
+	go test -c -o .cache/testbin/progcost.test ./rdmatest/internal/engine
+	$(RXEVM) $(RXEVM_FLAGS) -- bash -c 'cd rdmatest/internal/engine && for i in 1 2; do \
+		RDMA_REQUIRE=1 ../../../.cache/testbin/progcost.test -test.v -test.run "^TestProgramCost$$" \
+		-progcost.blocks 200 -progcost.iters 1000 -test.timeout 10m | grep -E "prog_cost_test|^(---|FAIL|ok)"; done'
 
 clean:
 	rm -rf .cache

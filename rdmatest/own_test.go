@@ -76,9 +76,9 @@ func TestProgramRefused(t *testing.T) {
 }
 
 // BenchmarkProgramWriteLat is the built-in WriteLat ping-pong (scenario
-// WriteLat, transport RC, 8 bytes) as two programs: the interpreter's
-// cost per operation is the difference between the two (make
-// progcompare, docs/performance.md). Like the hand-written loop: the
+// WriteLat, transport RC, 8 bytes) as two programs, written with the
+// public API (make progcost compares the two in one process, block by
+// block: docs/performance.md). Like the hand-written loop: the
 // requester's post signals once every half send queue (64 of 128), the
 // sample runs from the post to the spin that sees the answer and is
 // halved, and B answers each new value of the last byte with it.

@@ -945,7 +945,7 @@ static int rb_prog_wait(rb_prog *p, int64_t limit, int what) {
 // rb_prog_post posts a post step's chain after waiting for room in its
 // QP's send queue (the program was checked: a signaled WR is always
 // outstanding when the queue is full).
-static int rb_prog_post(rb_prog *p, const rb_step *st) {
+static int rb_prog_post(rb_prog *p, rb_step *st) {
 	rb_ctl *c = &p->ctl;
 	rb_pq *q = &p->qps[st->qp];
 	while (q->posted - q->covered + (uint64_t)st->n > (uint64_t)p->send_depth)
@@ -955,11 +955,16 @@ static int rb_prog_post(rb_prog *p, const rb_step *st) {
 	for (int j = 0; j < st->n; j++)
 		w[j].wr_id = (uint64_t)st->qp << RB_SEQ_BITS | (q->posted + (uint64_t)j);
 	if (st->every > 0) {
+		// Signaled in iterations every−1, 2·every−1, …: due counts down
+		// (set to every−1 when the loop is built, and kept across Warm and
+		// Run like p->iter).
 		struct ibv_send_wr *last = &w[st->n - 1];
-		if (p->iter % st->every == st->every - 1) {
+		if (st->due == 0) {
+			st->due = st->every - 1;
 			last->send_flags |= IBV_SEND_SIGNALED;
 			last->wr_id |= RB_PROG_BG;
 		} else {
+			st->due--;
 			last->send_flags &= ~IBV_SEND_SIGNALED;
 		}
 	}
@@ -983,43 +988,52 @@ static inline uint64_t rb_prog_word(rb_prog *p, const rb_step *st) {
 	}
 }
 
-// rb_prog_spin spins until the step's condition holds, within limit ns
-// (the clock is first read RB_CLOCK_EVERY spins in).
-static int rb_prog_spin(rb_prog *p, const rb_step *st, int64_t limit) {
+// rb_prog_spun is a spin's check between two looks at memory: the stop
+// flag, and once every RB_CLOCK_EVERY spins the deadline (limit ns from
+// the first such check). Returns 0 to go on, or -1 with the status set.
+static int rb_prog_spun(rb_prog *p, unsigned spins, int64_t *since, int64_t limit) {
 	rb_ctl *c = &p->ctl;
+	if (c->stop)
+		return rb_fail(c, RB_STOPPED), -1;
+	if (spins % RB_CLOCK_EVERY == 0) {
+		int64_t now = rb_clock_ns();
+		if (*since == 0)
+			*since = now;
+		else if (now - *since > limit)
+			return rb_stalled(c, RB_WAIT_SPIN, rb_prog_outstanding(p)), -1;
+	}
+	return 0;
+}
+
+// rb_prog_spin spins until the step's condition holds, within limit ns
+// (one loop per kind: nothing but the look at memory per spin).
+static int rb_prog_spin(rb_prog *p, const rb_step *st, int64_t limit) {
 	volatile uint8_t *b = p->mem + st->off;
 	int64_t since = 0;
-	for (unsigned spins = 1;; spins++) {
-		switch (st->kind) {
-		case RB_STEP_SPIN_GEN:
-			if (*b == p->gen)
-				return 0;
-			break;
-		case RB_STEP_SPIN_CHANGE: {
-			uint8_t v = *b;
-			if (v != p->gen) {
-				p->gen = v;
-				return 0;
-			}
-			break;
-		}
-		default:
-			if (rb_prog_word(p, st) == st->value)
-				return 0;
-		}
-		if (c->stop)
-			return rb_fail(c, RB_STOPPED), -1;
-		if (spins % RB_CLOCK_EVERY == 0) {
-			int64_t now = rb_clock_ns();
-			if (since == 0)
-				since = now;
-			else if (now - since > limit)
-				return rb_stalled(c, RB_WAIT_SPIN, rb_prog_outstanding(p)), -1;
-		}
+	unsigned spins = 1;
+	switch (st->kind) {
+	case RB_STEP_SPIN_GEN:
+		for (; *b != p->gen; spins++)
+			if (rb_prog_spun(p, spins, &since, limit) != 0)
+				return -1;
+		return 0;
+	case RB_STEP_SPIN_CHANGE: {
+		uint8_t v;
+		for (; (v = *b) == p->gen; spins++)
+			if (rb_prog_spun(p, spins, &since, limit) != 0)
+				return -1;
+		p->gen = v;
+		return 0;
+	}
+	default:
+		for (; rb_prog_word(p, st) != st->value; spins++)
+			if (rb_prog_spun(p, spins, &since, limit) != 0)
+				return -1;
+		return 0;
 	}
 }
 
-static int rb_prog_step(rb_prog *p, const rb_step *st, int64_t k, int64_t limit, int64_t *t0);
+static int rb_prog_step(rb_prog *p, rb_step *st, int64_t k, int64_t limit, int64_t *t0);
 
 // rb_prog_iter runs the steps once; k is the iteration's index in this
 // call (negative: warm-up, not recorded).
@@ -1030,7 +1044,7 @@ static int rb_prog_iter(rb_prog *p, int64_t k) {
 	if (p->whole)
 		t0 = rb_clock_ns();
 	for (int i = 0; i < p->nstep; i++) {
-		const rb_step *st = &p->steps[i];
+		rb_step *st = &p->steps[i];
 		p->step = i;
 		int64_t limit = c->timeout_ns;
 		int idle = 0; // this wait is the passive side's first of the iteration
@@ -1065,7 +1079,7 @@ static int rb_prog_iter(rb_prog *p, int64_t k) {
 
 // rb_prog_step runs one step (k: the iteration, negative in the warm-up;
 // limit: a wait's deadline; *t0: the sample's start).
-static int rb_prog_step(rb_prog *p, const rb_step *st, int64_t k, int64_t limit, int64_t *t0) {
+static int rb_prog_step(rb_prog *p, rb_step *st, int64_t k, int64_t limit, int64_t *t0) {
 	rb_ctl *c = &p->ctl;
 	switch (st->kind) {
 	case RB_STEP_POST:

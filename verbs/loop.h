@@ -234,6 +234,7 @@ typedef struct {
 	int32_t consumes;            // RB_STEP_POST: WRs that consume a receive at the peer
 	int64_t off;                 // offset into mem
 	uint64_t value;
+	int32_t due, pad;            // RB_STEP_POST with every: iterations until the signaled one (the loop's; no division per post)
 } rb_step;
 
 // rb_pq is the send-queue accounting of one QP of a program.

@@ -54,6 +54,9 @@ func NewProgram(cfg ProgramConfig) (*Loop, error) {
 		cs.kind = C.int32_t(st.Kind)
 		cs.qp, cs.first, cs.n = C.int32_t(st.QP), C.int32_t(st.First), C.int32_t(st.N)
 		cs.recvs, cs.sends, cs.every = C.int32_t(st.Recvs), C.int32_t(st.Sends), C.int32_t(st.Every)
+		if st.Every > 0 {
+			cs.due = C.int32_t(st.Every - 1) // iteration every−1 signals first
+		}
 		cs.width, cs.off, cs.value = C.int32_t(st.Width), C.int64_t(st.Off), C.uint64_t(st.Value)
 		if st.Halve {
 			cs.halve = 1
