@@ -298,7 +298,7 @@ int rb_run_ping(rb_ping *p) {
 			// half depth, so this waits only when a whole half is
 			// unacknowledged.
 			while (p->posted - p->covered >= (uint64_t)p->send_depth - 1) {
-				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND,
+				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, 0, RB_WAIT_SEND,
 						     (int64_t)(p->posted - p->covered));
 				if (got < 0 || rb_take(c, wc, got, &p->covered, p->rq, 1) < 0)
 					return c->status;
@@ -370,7 +370,7 @@ int rb_run_ping(rb_ping *p) {
 			// perftest's latency work (tx_depth 1, so cq_mod 1): this
 			// WR's own completion is awaited in its iteration.
 			while (p->covered < p->posted) {
-				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND,
+				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, 0, RB_WAIT_SEND,
 						     (int64_t)(p->posted - p->covered));
 				if (got < 0 || rb_take(c, wc, got, &p->covered, p->rq, 1) < 0)
 					return c->status;
@@ -450,7 +450,7 @@ static int rb_serve_answer(rb_serve *s, uint64_t *posted, uint64_t *covered, str
 	rb_ctl *c = &s->ctl;
 	int half = s->send_depth / 2 > 0 ? s->send_depth / 2 : 1;
 	while (*posted - *covered >= (uint64_t)s->send_depth - 1) {
-		int got = rb_wait_cq(c, s->cq, NULL, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND, (int64_t)(*posted - *covered));
+		int got = rb_wait_cq(c, s->cq, NULL, wc, RB_POLL_BATCH, 0, RB_WAIT_SEND, (int64_t)(*posted - *covered));
 		if (got < 0 || rb_serve_take(s, covered, wc, got) != 0)
 			return -1;
 	}
@@ -466,7 +466,7 @@ static int rb_serve_answer(rb_serve *s, uint64_t *posted, uint64_t *covered, str
 		// perftest's work: this answer's completion is awaited before
 		// the next request is looked at.
 		while (*covered < *posted) {
-			int got = rb_wait_cq(c, s->cq, NULL, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND, (int64_t)(*posted - *covered));
+			int got = rb_wait_cq(c, s->cq, NULL, wc, RB_POLL_BATCH, 0, RB_WAIT_SEND, (int64_t)(*posted - *covered));
 			if (got < 0 || rb_serve_take(s, covered, wc, got) != 0)
 				return -1;
 		}
@@ -582,7 +582,7 @@ int rb_run_serve(rb_serve *s) {
 static int rb_stream_reap(rb_stream *s, int wait, int64_t outstanding) {
 	rb_ctl *c = &s->ctl;
 	struct ibv_wc wc[RB_POLL_BATCH];
-	int got = wait != RB_WAIT_NONE ? rb_wait_cq(c, s->cq, s->ch, wc, RB_POLL_BATCH, rb_clock_ns(), wait, outstanding)
+	int got = wait != RB_WAIT_NONE ? rb_wait_cq(c, s->cq, s->ch, wc, RB_POLL_BATCH, 0, wait, outstanding)
 		       : rb_poll_cq(c, s->cq, wc, RB_POLL_BATCH);
 	if (got < 0)
 		return -1;
@@ -777,7 +777,7 @@ static int rb_rpc_send(rb_rpc *r, int k) {
 	struct ibv_wc wc[RB_POLL_BATCH];
 	int half = r->send_depth / 2 > 0 ? r->send_depth / 2 : 1;
 	while (r->posted - r->covered >= (uint64_t)r->send_depth - 1) {
-		int got = rb_wait_cq(c, r->req_cq, NULL, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_SEND,
+		int got = rb_wait_cq(c, r->req_cq, NULL, wc, RB_POLL_BATCH, 0, RB_WAIT_SEND,
 				     (int64_t)(r->posted - r->covered));
 		if (got < 0 || rb_rpc_take_wcs(r, wc, got) < 0)
 			return -1;
@@ -811,7 +811,7 @@ static int rb_rpc_take(rb_rpc *r, int64_t *rtt, int64_t *at_out) {
 	rb_ctl *c = &r->ctl;
 	struct ibv_wc wc[RB_POLL_BATCH];
 	while (r->pend_n == 0) {
-		int got = rb_wait_cq(c, r->resp_cq, NULL, wc, RB_POLL_BATCH, rb_clock_ns(), RB_WAIT_ANSWER, r->window);
+		int got = rb_wait_cq(c, r->resp_cq, NULL, wc, RB_POLL_BATCH, 0, RB_WAIT_ANSWER, r->window);
 		if (got < 0 || rb_rpc_take_wcs(r, wc, got) < 0)
 			return -1;
 	}

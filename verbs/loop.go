@@ -20,7 +20,9 @@ import (
 // (see HistGeometry), which the caller imports after the run. Each loop
 // is bounded by a stop flag (Stop, safe from any goroutine) and by the
 // deadline of every single wait (Timeout, checked every 1024 empty polls
-// or spins rather than by reading the clock on every poll). Close waits
+// or spins rather than by reading the clock on every poll; a wait's clock
+// starts at its first check, so a wait that ends sooner reads no clock:
+// the waits outside a sample cost no clock read). Close waits
 // until Run has returned before it frees anything.
 //
 // Design: four hand-written loops with parameters (ping, serve, stream,
