@@ -78,11 +78,20 @@ struct side {
 	uint32_t psn;
 };
 
-// WriteLat's pair (rdmatest Spec.pairConfig for a latency run).
-enum { SLOT = 64, SEND_DEPTH = 64, RECV_DEPTH = 512 };
+// WriteLat's pair (rdmatest Spec.pairConfig for a latency run). Built
+// with -DCPING_PERFTEST_QUEUES, the queues of perftest's latency tests
+// instead (tx_depth 1: a send queue and a CQ of one entry; no receives
+// in a WRITE ping-pong), the loop accounting for 2 (its least; at most
+// one WR is outstanding with -S): an experiment of issue #27 (make
+// cping-queues, docs/performance.md).
+#ifdef CPING_PERFTEST_QUEUES
+enum { SLOT = 64, SEND_DEPTH = 1, RECV_DEPTH = 1, CQ_DEPTH = 1, LOOP_DEPTH = 2 };
+#else
+enum { SLOT = 64, SEND_DEPTH = 64, RECV_DEPTH = 512, CQ_DEPTH = SEND_DEPTH + RECV_DEPTH, LOOP_DEPTH = SEND_DEPTH };
+#endif
 
 static void side_open(struct side *s, struct ibv_context *ctx, struct ibv_pd *pd) {
-	if (!(s->cq = ibv_create_cq(ctx, SEND_DEPTH + RECV_DEPTH, NULL, NULL, 0)))
+	if (!(s->cq = ibv_create_cq(ctx, CQ_DEPTH, NULL, NULL, 0)))
 		die("ibv_create_cq", errno);
 	if (posix_memalign((void **)&s->buf, (size_t)sysconf(_SC_PAGESIZE), 2 * SLOT))
 		die("buffer", ENOMEM);
@@ -289,7 +298,7 @@ int main(int argc, char **argv) {
 	s->mode = RB_SERVE_WRITE_ECHO;
 	s->qp = b.qp;
 	write_wr(&s->wr, &s->sge, &b, &a, size);
-	s->send_depth = SEND_DEPTH;
+	s->send_depth = LOOP_DEPTH;
 	s->in_last = b.buf + SLOT + size - 1;
 	s->out_last = b.buf + size - 1;
 	s->idle_ns = timeout_ns;
@@ -304,7 +313,7 @@ int main(int argc, char **argv) {
 	write_wr(&p.wr, &p.sge, &a, &b, size);
 	p.mode = RB_PING_WRITE;
 	p.halve = 1;
-	p.send_depth = SEND_DEPTH;
+	p.send_depth = LOOP_DEPTH;
 	p.in_last = a.buf + SLOT + size - 1;
 	p.out_last = a.buf + size - 1;
 	p.iters = iters;
