@@ -114,18 +114,25 @@ type Run struct {
 	Hist    verbs.HistGeometry
 }
 
-// Resolve builds side l's verbs.ProgramConfig from s, checking every
-// memory range against l's slots; verbs.NewProgram checks the rest.
+// Resolve builds side l's verbs.ProgramConfig from s, checking it first
+// against l's QPs and slots (Check, and on UD the receives' GRH);
+// verbs.NewProgram checks the rest.
 func Resolve(s Spec, l Layout, r Run) (verbs.ProgramConfig, error) {
 	cfg := verbs.ProgramConfig{CQ: l.CQ, QPs: l.QPs, SRQ: l.SRQ, Mem: l.Buf, SendDepth: l.SendDepth,
 		Passive: r.Passive, Idle: r.Idle, Iters: r.Iters, Timeout: r.Timeout, Hist: r.Hist}
+	if len(l.Peer) != len(l.QPs) {
+		return cfg, fmt.Errorf("rdmatest: program: the side has %d QPs but knows %d of the peer's", len(l.QPs), len(l.Peer))
+	}
+	if err := s.Check(len(l.QPs), l.Slot); err != nil {
+		return cfg, err
+	}
 	if s.Recvs {
 		n := s.RecvBytes
 		if l.Transport == verbs.TransportUD {
 			n += GRH
 		}
-		if s.RecvBytes < 0 || n > l.Slot {
-			return cfg, fmt.Errorf("rdmatest: program: receives of %d bytes (%d with a UD GRH) out of range 0..%d (the slot)", s.RecvBytes, n, l.Slot)
+		if n > l.Slot {
+			return cfg, &verbs.StepError{Step: -1, Err: fmt.Errorf("receives of %d bytes (%d with a UD GRH) out of range 0..%d (the slot)", s.RecvBytes, n, l.Slot)}
 		}
 		cfg.RecvDepth = l.RecvDepth
 		for i := range l.QPs {
@@ -137,56 +144,32 @@ func Resolve(s Spec, l Layout, r Run) (verbs.ProgramConfig, error) {
 		vs := verbs.Step{Kind: st.Kind, QP: st.QP, Every: st.Every, Recvs: st.Recvs, Sends: st.Sends, Value: st.Value, Halve: st.Halve}
 		switch st.Kind {
 		case verbs.StepPost:
-			if st.QP < 0 || st.QP >= len(l.QPs) {
-				return cfg, stepErr(i, st, "QP %d out of range: the side has %d QPs", st.QP, len(l.QPs))
-			}
 			vs.First, vs.N = len(cfg.WRs), len(st.WRs)
 			for j := range st.WRs {
-				wr, err := l.wr(&st.WRs[j], st.QP)
-				if err != nil {
-					return cfg, stepErr(i, st, "WR %d: %v", j, err)
-				}
-				cfg.WRs = append(cfg.WRs, wr)
+				cfg.WRs = append(cfg.WRs, l.wr(&st.WRs[j], st.QP))
 			}
 		case verbs.StepPutGen, verbs.StepSpinGen, verbs.StepSpinChange, verbs.StepCopyImm, verbs.StepCopyLen,
 			verbs.StepSpinEqual, verbs.StepExpect:
-			off, err := l.offset(st.At)
-			if err != nil {
-				return cfg, stepErr(i, st, "%v", err)
-			}
-			if want := memLen(st.Kind); want != 0 && st.At.Len != want {
-				return cfg, stepErr(i, st, "%v: the step takes %d bytes, not %d", st.At, want, st.At.Len)
-			}
-			vs.Off, vs.Width = off, st.At.Len
+			vs.Off, vs.Width = l.offset(st.At), st.At.Len
 		}
 		cfg.Steps = append(cfg.Steps, vs)
 	}
 	return cfg, nil
 }
 
-// offset is m's offset in the side's memory.
-func (l *Layout) offset(m Mem) (int, error) {
-	switch {
-	case m.QP < 0 || m.QP >= len(l.QPs):
-		return 0, fmt.Errorf("%v: QP %d out of range: the side has %d QPs", m, m.QP, len(l.QPs))
-	case m.Off < 0 || m.Len < 0 || m.Off+m.Len > l.Slot:
-		return 0, fmt.Errorf("%v: out of range: a slot holds %d bytes (PairConfig.SlotSize, rounded up to 64)", m, l.Slot)
-	}
+// offset is m's offset in the side's memory (m is checked).
+func (l *Layout) offset(m Mem) int {
 	off := 2 * m.QP * l.Slot
 	if m.In {
 		off += l.Slot
 	}
-	return off + m.Off, nil
+	return off + m.Off
 }
 
-// wr builds one WR posted on QP qp.
-func (l *Layout) wr(w *WR, qp int) (verbs.SendWR, error) {
-	off, err := l.offset(w.Local)
-	if err != nil {
-		return verbs.SendWR{}, err
-	}
+// wr builds one WR posted on QP qp (w is checked).
+func (l *Layout) wr(w *WR, qp int) verbs.SendWR {
 	out := verbs.SendWR{Op: w.Op, Flags: w.Flags, NumSGE: 1, Imm: w.Imm, CompareAdd: w.Compare, Swap: w.Swap}
-	out.SGE[0] = l.MR.SGE(off, w.Local.Len)
+	out.SGE[0] = l.MR.SGE(l.offset(w.Local), w.Local.Len)
 	if w.Local.Len == 0 {
 		out.NumSGE = 0
 	}
@@ -195,21 +178,11 @@ func (l *Layout) wr(w *WR, qp int) (verbs.SendWR, error) {
 		if l.Transport == verbs.TransportUD {
 			out.UD = l.Peer[qp].Dest
 		}
-		return out, nil
+		return out
 	}
-	n := w.Local.Len
-	if w.Op == verbs.OpFetchAdd || w.Op == verbs.OpCmpSwap {
-		n = 8
-	}
-	rq := w.Remote.QP
-	if rq < 0 || rq >= len(l.Peer) {
-		return out, fmt.Errorf("the peer's QP %d out of range: it has %d QPs", rq, len(l.Peer))
-	}
-	if w.Remote.Off < 0 || w.Remote.Off+n > l.Slot {
-		return out, fmt.Errorf("the peer's bytes %d..%d of QP %d's in slot: out of range, a slot holds %d bytes", w.Remote.Off, w.Remote.Off+n, rq, l.Slot)
-	}
-	out.RemoteAddr, out.RKey = l.Peer[rq].Addr+uint64(w.Remote.Off), l.Peer[rq].RKey
-	return out, nil
+	p := l.Peer[w.Remote.QP]
+	out.RemoteAddr, out.RKey = p.Addr+uint64(w.Remote.Off), p.RKey
+	return out
 }
 
 // memLen is the bytes a memory step touches (0: 1, 4 or 8, the word's
