@@ -2,11 +2,12 @@
 // posts and the memory ranges they touch, all relative to a side's
 // layout (QP i's "out" and "in" slots, and the peer's "in" slots), so
 // that one Spec runs on side A or B, in this process or in a remote
-// rdmapeer, and travels as JSON without carrying code. Resolve turns a
-// Spec into the verbs.ProgramConfig of one side, checking every range
-// against that side's slots; verbs.NewProgram checks the rest (the send
-// queues' accounting, the awaits, the samples). Every error names the
-// step.
+// rdmapeer, and travels as JSON without carrying code. Spec.Check bounds
+// a Spec statically, with no device (a remote peer refuses a bad one
+// before it creates anything); Resolve checks it against one side and
+// turns it into that side's verbs.ProgramConfig; verbs.NewProgram checks
+// the rest (the send queues' accounting, the awaits, the samples). Every
+// error names the step.
 package prog
 
 import (
