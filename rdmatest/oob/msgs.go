@@ -8,6 +8,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/rdmabench/rdmabench/rdmatest/internal/prog"
+	"github.com/rdmabench/rdmabench/verbs"
 )
 
 // Limits on what a client may ask of a peer; the peer may enforce lower
@@ -28,6 +31,22 @@ const (
 	// nonces and proofs (HMAC-SHA256).
 	NonceLen = 32
 	ProofLen = 32
+	// MaxProgramQPs, MaxProgramSteps and MaxProgramWRs bound a Setup of
+	// role "program" (its QPs, its program's steps and the WRs of all its
+	// posts), below prog.Spec.Check's own bounds, so that the largest
+	// such Setup fits a frame with room to spare
+	// (TestMaxProgramFitsAFrame).
+	MaxProgramQPs   = 16
+	MaxProgramSteps = 64
+	MaxProgramWRs   = 64
+)
+
+// The remote accesses a client's own pattern may ask of the peer's
+// memory (Setup.Access).
+const (
+	AccessRemoteWrite  = "remote-write"
+	AccessRemoteRead   = "remote-read"
+	AccessRemoteAtomic = "remote-atomic"
 )
 
 // Hello opens a conversation.
@@ -97,7 +116,10 @@ func (m *HelloOK) Validate() error {
 type Scenario struct {
 	Op        string `json:"op"`        // SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ, ATOMIC_FETCH_AND_ADD, ATOMIC_CMP_AND_SWP
 	Transport string `json:"transport"` // RC, UC, UD
-	Role      string `json:"role"`      // sink, echo, write-echo, target
+	// Role is sink, echo, write-echo or target for the built-in
+	// families, or program: Setup.Program runs on the peer (an own
+	// pattern's side B; Op is then empty and Size 0).
+	Role      string `json:"role"`
 	Size      int    `json:"size"`
 	QPs       int    `json:"qps"`
 	SendDepth int    `json:"send_depth"`
@@ -144,15 +166,33 @@ type Setup struct {
 	// endpoint's QPN), in order, each within the peer's timeout. RC and
 	// UD only.
 	CM bool `json:"cm,omitempty"`
+	// Program is side B's program of a pattern of one's own (role
+	// "program" only, and required there): steps as data, never code,
+	// side-relative (prog.Spec), checked statically here (prog.Spec.Check
+	// and the MaxProgram* bounds) and by verbs when the peer builds it.
+	Program *prog.Spec `json:"program,omitempty"`
+	// Access is, for a pattern of one's own (role "program", or "target"
+	// when side B has no program), the remote accesses the client's side
+	// A uses on the peer's memory (AccessRemoteWrite, AccessRemoteRead,
+	// AccessRemoteAtomic, each at most once): the peer's memory and QPs
+	// allow exactly these and local write, and start zeroed.
+	Access []string `json:"access,omitempty"`
 }
 
 // Validate checks the bounds.
 func (m *Setup) Validate() error {
 	s := m.Scenario
+	op := oneOfS("op", s.Op, "SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "RDMA_READ", "ATOMIC_FETCH_AND_ADD", "ATOMIC_CMP_AND_SWP")
+	if s.Role == "program" {
+		op = nil
+		if s.Op != "" || s.Size != 0 {
+			op = fmt.Errorf("role program: op %q and size %d: a program has no single verb (want op \"\" and size 0)", trimS(s.Op), s.Size)
+		}
+	}
 	errs := []error{
-		oneOfS("op", s.Op, "SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM", "RDMA_READ", "ATOMIC_FETCH_AND_ADD", "ATOMIC_CMP_AND_SWP"),
+		op,
 		oneOfS("transport", s.Transport, "RC", "UC", "UD"),
-		oneOfS("role", s.Role, "sink", "echo", "write-echo", "target"),
+		oneOfS("role", s.Role, "sink", "echo", "write-echo", "target", "program"),
 		between("size", s.Size, 0, MaxSize),
 		between("qps", s.QPs, 1, MaxQPs),
 		between("send_depth", s.SendDepth, 1, MaxDepth),
@@ -179,7 +219,103 @@ func (m *Setup) Validate() error {
 	for i, e := range m.Endpoints {
 		errs = append(errs, e.validate(i))
 	}
+	errs = append(errs, m.validateProgram(), m.validateAccess())
 	return errors.Join(errs...)
+}
+
+// validateProgram: a program with role "program" only, and there always,
+// within the MaxProgram* bounds and prog.Spec.Check for the session's
+// QPs and slots.
+func (m *Setup) validateProgram() error {
+	s := m.Scenario
+	switch {
+	case s.Role != "program" && m.Program != nil:
+		return fmt.Errorf("program: role %q runs no program (only role program does)", trimS(s.Role))
+	case s.Role != "program":
+		return nil
+	case m.Program == nil:
+		return errors.New("role program without a program")
+	case s.QPs > MaxProgramQPs:
+		return fmt.Errorf("role program: qps %d exceeds %d", s.QPs, MaxProgramQPs)
+	case len(m.Program.Steps) > MaxProgramSteps:
+		return &verbs.StepError{Step: -1, Err: fmt.Errorf("%d steps: a program sent to a peer has at most %d", len(m.Program.Steps), MaxProgramSteps)}
+	}
+	wrs := 0
+	for i := range m.Program.Steps {
+		st := &m.Program.Steps[i]
+		if wrs += len(st.WRs); wrs > MaxProgramWRs {
+			return &verbs.StepError{Step: i, Kind: st.Kind, Err: fmt.Errorf("the program's WRs exceed %d by this step (a program sent to a peer has at most %d)", MaxProgramWRs, MaxProgramWRs)}
+		}
+	}
+	if s.QPs < 1 || s.SlotSize < 1 || s.SlotSize > MaxSize {
+		return nil // reported above; the slots are unknown
+	}
+	if err := m.Program.Check(s.QPs, prog.SlotBytes(s.SlotSize, s.Transport == "UD")); err != nil {
+		return fmt.Errorf("program: %w", err)
+	}
+	return nil
+}
+
+// validateAccess: known accesses, each once, for an own pattern's roles.
+func (m *Setup) validateAccess() error {
+	if len(m.Access) == 0 {
+		return nil
+	}
+	if r := m.Scenario.Role; r != "program" && r != "target" {
+		return fmt.Errorf("access: role %q takes no access list (roles program and target do)", trimS(r))
+	}
+	if len(m.Access) > 3 {
+		return fmt.Errorf("access: %d entries, at most 3", len(m.Access))
+	}
+	seen := map[string]bool{}
+	for _, a := range m.Access {
+		if err := oneOfS("access", a, AccessRemoteWrite, AccessRemoteRead, AccessRemoteAtomic); err != nil {
+			return err
+		}
+		if seen[a] {
+			return fmt.Errorf("access %q listed twice", a)
+		}
+		seen[a] = true
+	}
+	return nil
+}
+
+// AccessNames lists a's remote accesses as Setup.Access names.
+func AccessNames(a verbs.Access) []string {
+	var out []string
+	for _, x := range []struct {
+		bit  verbs.Access
+		name string
+	}{{verbs.AccessRemoteWrite, AccessRemoteWrite}, {verbs.AccessRemoteRead, AccessRemoteRead}, {verbs.AccessRemoteAtomic, AccessRemoteAtomic}} {
+		if a&x.bit != 0 {
+			out = append(out, x.name)
+		}
+	}
+	return out
+}
+
+// ParseAccess is the access a validated Setup.Access names, plus local
+// write.
+func ParseAccess(names []string) verbs.Access {
+	a := verbs.AccessLocalWrite
+	for _, n := range names {
+		switch n {
+		case AccessRemoteWrite:
+			a |= verbs.AccessRemoteWrite
+		case AccessRemoteRead:
+			a |= verbs.AccessRemoteRead
+		case AccessRemoteAtomic:
+			a |= verbs.AccessRemoteAtomic
+		}
+	}
+	return a
+}
+
+func trimS(v string) string {
+	if len(v) > MaxNameLen {
+		return v[:MaxNameLen] + "…"
+	}
+	return v
 }
 
 func (e *Endpoint) validate(i int) error {
@@ -231,12 +367,20 @@ func (m *SetupOK) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Start, Started and Stop carry nothing.
+// Start and Started carry nothing.
 type (
 	Start   struct{}
 	Started struct{}
-	Stop    struct{}
 )
+
+// Stop ends the passive side's role.
+type Stop struct {
+	// Expect is, for role "program", the receives the client's side A
+	// sent that consume one on the peer: the peer waits for its program
+	// to see that many (within its timeout) before it stops, so that
+	// Stopped.Received is complete (0: stop at once).
+	Expect uint64 `json:"expect,omitempty"`
+}
 
 // Validate accepts.
 func (*Started) Validate() error { return nil }
@@ -249,8 +393,8 @@ func (*Stop) Validate() error { return nil }
 
 // Stopped reports what the passive side saw.
 type Stopped struct {
-	Received uint64 `json:"received"` // receive completions
-	Sent     uint64 `json:"sent"`     // answers posted
+	Received uint64 `json:"received"` // receive completions (roles sink and program)
+	Sent     uint64 `json:"sent"`     // answers posted; for role program its iterations
 }
 
 // Validate accepts.

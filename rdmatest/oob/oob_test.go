@@ -216,6 +216,9 @@ func FuzzDecode(f *testing.F) {
 	buf.Reset()
 	_ = WriteFrame(&buf, MsgSetup, cm)
 	f.Add(buf.Bytes())
+	buf.Reset()
+	_ = WriteFrame(&buf, MsgSetup, programSetup()) // side B's program
+	f.Add(buf.Bytes())
 	f.Add(frame(MsgHello, []byte(`{"version":2,"client":"x"}`)))
 	f.Add(frame(MsgError, []byte(`{"msg":"no"}`)))
 	f.Add([]byte("RDBP\x01\x03\x00\x00\x00\x02{}"))
