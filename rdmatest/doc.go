@@ -95,8 +95,17 @@
 // run time every wait has the -rdma.timeout deadline, a failed [Side.Expect]
 // or completion ends the benchmark naming the side and the step, and
 // after the run every message A sent that consumes a receive must have
-// reached B's program (on RC). With -rdma.peer, side B runs only the
-// built-in families' roles: Serve fails saying so.
+// reached B's program (on RC).
+//
+// With -rdma.peer, a remote rdmapeer plays side B: the pair is opened by
+// Measure, which sends the peer B's program (given to Serve) as data —
+// steps, never code — with the remote accesses A's program uses; the
+// peer checks and bounds it as any request (at most 16 QPs, 64 steps and
+// 64 WRs), exposes exactly those accesses on memory that starts zeroed,
+// runs the program in its own C loop and reports what it received, so
+// the delivered-count check holds across hosts too. A program the peer
+// refuses fails the benchmark naming the side and the step. Without a
+// program for B, the peer is a target its NIC serves.
 //
 // # CPUs
 //

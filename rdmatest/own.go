@@ -39,6 +39,9 @@ type PairConfig struct {
 // Pair is two sides connected QP to QP on one device: A, the requester
 // whose program Measure times, and B, the passive side, whose program
 // Serve runs (or none: the NIC serves READ, WRITE and atomics alone).
+// With -rdma.peer a remote rdmapeer plays side B: its program is sent
+// to the peer, which checks and bounds it as any request and runs it in
+// its own C loop.
 //
 // Memory: each side's memory is one region registered for local write
 // and every remote access (WRITE, READ, atomics) and zeroed at the start;
@@ -49,18 +52,36 @@ type Pair struct {
 	// A and B describe the sides; B is described even when a remote peer
 	// plays it (-rdma.peer).
 	A, B *Side
-	e    *engine.Pair
+	d    *Dev
+	cfg  engine.PairConfig
+	e    *engine.Pair // opened by Serve or Measure
+	// bSpec is side B's program for a remote peer, sent when Measure
+	// opens the pair (the peer must also know the access A's program
+	// needs).
+	bSpec *prog.Spec
 }
 
-// NewPair creates and connects a pair on d; everything is released when
-// tb ends, and errors fail tb.
+// NewPair describes a pair on d; the pair is created and connected by
+// the first of Serve and Measure (with -rdma.peer, by Measure: the
+// remote peer is sent side B's program and the access side A's needs),
+// everything is released when the benchmark ends, and errors fail it.
 func NewPair(tb testing.TB, d *Dev, cfg PairConfig) *Pair {
 	tb.Helper()
-	e := engine.NewPair(tb, d, engine.PairConfig{Transport: cfg.Transport, QPs: cfg.QPs, SlotSize: cfg.SlotSize,
-		SendDepth: cfg.SendDepth, RecvDepth: cfg.RecvDepth, Inline: cfg.Inline, SRQ: cfg.SRQ, MTU: cfg.MTU})
-	n, slot := len(e.A.QPs), e.A.Slot()
-	return &Pair{A: &Side{name: "A", qps: n, slot: slot}, B: &Side{name: "B", qps: n, slot: slot}, e: e}
+	if cfg.QPs < 0 || cfg.SlotSize < 0 {
+		engine.Fatal(tb, fmt.Errorf("rdmatest: PairConfig.QPs %d and SlotSize %d must not be negative", cfg.QPs, cfg.SlotSize))
+	}
+	ecfg := engine.PairConfig{Transport: cfg.Transport, QPs: cfg.QPs, SlotSize: cfg.SlotSize,
+		SendDepth: cfg.SendDepth, RecvDepth: cfg.RecvDepth, Inline: cfg.Inline, SRQ: cfg.SRQ, MTU: cfg.MTU}
+	n, size := max(cfg.QPs, 1), cfg.SlotSize
+	if size == 0 {
+		size = 64 // engine.PairConfig's default
+	}
+	slot := prog.SlotBytes(size, cfg.Transport == verbs.TransportUD)
+	return &Pair{A: &Side{name: "A", qps: n, slot: slot}, B: &Side{name: "B", qps: n, slot: slot}, d: d, cfg: ecfg}
 }
+
+// remote tells whether a remote peer plays side B (-rdma.peer).
+func (p *Pair) remote() bool { return p.d.Opts.Peer != "" }
 
 // Side describes one side of a Pair: it builds the side's memory ranges,
 // the places it addresses in the peer's memory and the steps of its
@@ -362,26 +383,49 @@ func Measure(b *testing.B, p *Pair, o MeasureOpts, a Program) {
 	if err := p.check(a, "A"); err != nil {
 		engine.Fatal(b, err)
 	}
+	if p.e == nil {
+		cfg := p.cfg
+		if p.remote() {
+			cfg.Own = &engine.Own{B: p.bSpec, Access: a.spec.RemoteAccess()}
+		}
+		p.e = engine.NewPair(b, p.d, cfg)
+	}
 	engine.MeasureProgram(b, p.e, o, a.spec)
 }
 
 // Serve starts side B's program: a C loop on a thread (and CPU) of its
-// own, until Measure ends or tb does. B must be in this process (not
-// -rdma.peer).
+// own, until Measure ends or tb does. With -rdma.peer the program is
+// sent to the remote peer when Measure opens the pair, and runs there.
 func Serve(tb testing.TB, p *Pair, b Program) {
 	tb.Helper()
 	if err := p.check(b, "B"); err != nil {
 		engine.Fatal(tb, err)
 	}
+	if p.remote() && p.e == nil {
+		if p.bSpec != nil {
+			engine.Fatal(tb, errors.New("rdmatest: Serve: side B already serves"))
+		}
+		spec := b.spec
+		p.bSpec = &spec
+		return
+	}
+	if p.e == nil {
+		p.e = engine.NewPair(tb, p.d, p.cfg)
+	}
 	engine.ServeProgram(tb, p.e, b.spec)
 }
 
+// check refuses a program of the wrong side or with a step that could
+// not be resolved on the pair (prog.Spec.Check), naming the step.
 func (p *Pair) check(pr Program, side string) error {
 	switch {
 	case pr.side != side:
 		return fmt.Errorf("rdmatest: side %s's program given to side %s", pr.side, side)
 	case pr.err != nil:
 		return fmt.Errorf("rdmatest: side %s's program: %w", side, pr.err)
+	}
+	if err := pr.spec.Check(p.A.qps, p.A.slot); err != nil {
+		return fmt.Errorf("rdmatest: side %s's program: %w", side, err)
 	}
 	return nil
 }

@@ -28,7 +28,8 @@ type passive interface {
 	Start() error
 	// CPU is the CPU the started role's loop is pinned to; -1: none.
 	CPU() int
-	Stop() (*oob.Stopped, error)
+	// StopExpect ends the role, a program after up to expect receives.
+	StopExpect(expect uint64) (*oob.Stopped, error)
 	// Abort moves the QPs to the error state (the session ends early).
 	Abort() error
 	Close() error

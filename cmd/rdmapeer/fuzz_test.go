@@ -88,6 +88,11 @@ func FuzzSession(f *testing.F) {
 	f.Add(append(auth, frames(f, oob.MsgStart, &oob.Start{}, oob.MsgSetup, writeEchoSetup())...))
 	f.Add(append(auth, frames(f, oob.MsgSetup, writeEchoSetup(), oob.MsgSetup, writeEchoSetup())...))
 	f.Add(append(auth, frames(f, oob.MsgError, &oob.Error{Msg: "x"})...))
+	// A program for side B (role program), whole and with a bad step.
+	f.Add(append(auth, frames(f, oob.MsgSetup, programSetup(), oob.MsgStart, &oob.Start{}, oob.MsgStop, &oob.Stop{Expect: 3})...))
+	badProg := programSetup()
+	badProg.Program.Steps[1].WRs[0].Local.Off = 1 << 40
+	f.Add(append(auth, frames(f, oob.MsgSetup, badProg)...))
 	agent := []byte{3}
 	f.Add(append(agent, frames(f, oob.MsgFacts, &oob.Facts{})...))
 	f.Add(append(agent, frames(f, oob.MsgRun, &oob.Run{Dst: "node2", Scenario: "WriteBW/size=65536", Runs: 3, Iters: 10})...))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -112,7 +113,7 @@ func (p *fakePassive) Start() error {
 	return nil
 }
 
-func (p *fakePassive) Stop() (*oob.Stopped, error) {
+func (p *fakePassive) StopExpect(uint64) (*oob.Stopped, error) {
 	if p.f.panicOn == "stop" {
 		panic("fake: stop")
 	}
@@ -206,6 +207,21 @@ func targetSetup(qps, slot int) *oob.Setup {
 func writeEchoSetup() *oob.Setup {
 	req := targetSetup(1, 64)
 	req.Scenario.Role, req.Scenario.Size, req.Scenario.SendDepth = "write-echo", 8, 64
+	return req
+}
+
+// programSetup is a Setup of role program: side B of the commit example
+// (await a message, answer it with 8 bytes).
+func programSetup() *oob.Setup {
+	req := targetSetup(1, 64)
+	req.Scenario.Op, req.Scenario.Size, req.Scenario.Role, req.Scenario.SendDepth, req.Scenario.RecvDepth = "", 0, "program", 128, 128
+	// As a client sends it (the program's type is rdmatest's own).
+	const program = `{"recvs": true, "recv_bytes": 8, "steps": [{"kind": 2, "recvs": 1},
+		{"kind": 1, "wrs": [{"op": 0, "local": {"qp": 0, "off": 0, "len": 8}, "remote": {"qp": 0, "off": 0}}], "every": 64}]}`
+	if err := json.Unmarshal([]byte(program), &req.Program); err != nil {
+		panic(err)
+	}
+	req.Access = []string{oob.AccessRemoteWrite}
 	return req
 }
 
@@ -314,6 +330,65 @@ func TestHostileClient(t *testing.T) {
 			r.Scenario.Transport, r.CM = "UC", true
 			return r
 		}, "cm: UC cannot be connected through rdma_cm"},
+		{"a program", programSetup, ""},
+		{"program: an unknown step kind", func() *oob.Setup {
+			r := programSetup()
+			r.Program.Steps[0].Kind = 99
+			return r
+		}, "program: verbs: program step 0 (step-kind(99)): unknown step kind 99"},
+		{"program: a range out of the slot", func() *oob.Setup {
+			r := programSetup()
+			r.Program.Steps[1].WRs[0].Local.Off = 60
+			return r
+		}, "program: verbs: program step 1 (post): WR 0: bytes 60..68 of QP 0's out slot: out of range: a slot holds 64 bytes"},
+		{"program: a remote place out of the slot", func() *oob.Setup {
+			r := programSetup()
+			r.Program.Steps[1].WRs[0].Op, r.Program.Steps[1].WRs[0].Remote.Off = verbs.OpWrite, 64
+			return r
+		}, "program step 1 (post): WR 0: the peer's bytes 64..72 of QP 0's in slot: out of range"},
+		{"program: too long", func() *oob.Setup {
+			r := programSetup()
+			for len(r.Program.Steps) <= oob.MaxProgramSteps {
+				r.Program.Steps = append(r.Program.Steps, r.Program.Steps[0])
+			}
+			return r
+		}, "verbs: program: 65 steps: a program sent to a peer has at most 64"},
+		{"program: too many QPs", func() *oob.Setup {
+			r, n := programSetup(), oob.MaxProgramQPs+1
+			t := targetSetup(n, 64)
+			r.Scenario.QPs, r.Endpoints, r.Targets = n, t.Endpoints, t.Targets
+			return r
+		}, "role program: qps 17 exceeds 16"},
+		{"role program without a program", func() *oob.Setup {
+			r := programSetup()
+			r.Program = nil
+			return r
+		}, "role program without a program"},
+		{"a program with another role", func() *oob.Setup {
+			r := programSetup()
+			r.Scenario.Role, r.Scenario.Op = "target", "RDMA_WRITE"
+			return r
+		}, `program: role "target" runs no program (only role program does)`},
+		{"role program with a verb", func() *oob.Setup {
+			r := programSetup()
+			r.Scenario.Op = "SEND"
+			return r
+		}, `role program: op "SEND" and size 0`},
+		{"access for a built-in role", func() *oob.Setup {
+			r := writeEchoSetup()
+			r.Access = []string{oob.AccessRemoteRead}
+			return r
+		}, `access: role "write-echo" takes no access list`},
+		{"an unknown access", func() *oob.Setup {
+			r := programSetup()
+			r.Access = []string{"remote-root"}
+			return r
+		}, `access "remote-root" is not one of`},
+		{"a program beyond the device's send queue", func() *oob.Setup {
+			r := programSetup()
+			r.Scenario.SendDepth = 1
+			return r
+		}, "send_depth 1 out of range 2..1048576 (rxe0's max_qp_wr)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dialAuth(t, addr, testToken)

@@ -26,9 +26,10 @@
 // -rdma.peer hostB:18515 and the same token in RDMA_PEER_TOKEN. For each
 // benchmark run the client connects over TCP (package rdmatest/oob),
 // proves it knows the token, asks for the passive side of its scenario
-// (receives posted and reposted, ping-pong answers, or memory that A
-// writes, reads or updates atomically), connects its QPs to the peer's,
-// and runs; when the client stops, disconnects or dies, everything made
+// (receives posted and reposted, ping-pong answers, memory that A
+// writes, reads or updates atomically, or — a pattern of the client's
+// own — side B's program, steps as data that the peer checks, bounds and
+// runs in a C loop of its own), connects its QPs to the peer's, and runs; when the client stops, disconnects or dies, everything made
 // for it is released. The peer keeps serving other clients.
 //
 // Safety (README, Security): closed by default — rdmapeer refuses to
@@ -42,7 +43,9 @@
 // rest counted in one summary line). A client sees only the memory
 // registered for its own scenario, with the least access that scenario
 // needs (remote write only for WRITE, remote read only for READ, remote
-// atomic only for atomics, none for SEND). Every request is validated
+// atomic only for atomics, none for SEND; for a pattern of the client's
+// own, exactly the accesses its Setup lists, derived from its side A's
+// WRs). Every request is validated
 // (peer.CheckSetup) and counted against the per-client (-max-*) and total
 // (-total-*) limits before anything is created, its memory including an
 // upper-bound estimate of its queue rings. Sessions create their resources

@@ -421,18 +421,26 @@ func (c *session) serveSetup(ctx context.Context, req *oob.Setup) (err error) {
 	case p.CPU() >= 0:
 		loop = fmt.Sprintf("loop on CPU %d", p.CPU())
 	}
-	s.logHost(c.host, "%s (client %q): %s %s %s size %d qps %d, %s", c.who, c.client, sc.Role, sc.Transport, sc.Op, sc.Size, sc.QPs, loop)
+	switch {
+	case req.Program != nil:
+		s.logHost(c.host, "%s (client %q): program of %d steps %s qps %d access %v, %s", c.who, c.client, len(req.Program.Steps), sc.Transport, sc.QPs, req.Access, loop)
+	case len(req.Access) > 0: // an own pattern's side B without a program
+		s.logHost(c.host, "%s (client %q): target %s qps %d access %v, %s", c.who, c.client, sc.Transport, sc.QPs, req.Access, loop)
+	default:
+		s.logHost(c.host, "%s (client %q): %s %s %s size %d qps %d, %s", c.who, c.client, sc.Role, sc.Transport, sc.Op, sc.Size, sc.QPs, loop)
+	}
 
 	// The scenario runs; the next frame is the client's Stop (or its
 	// connection ending).
 	c.deadline(s.lim.idle)
-	if err := oob.Decode(conn, oob.MsgStop, &oob.Stop{}); err != nil {
+	var stop oob.Stop
+	if err := oob.Decode(conn, oob.MsgStop, &stop); err != nil {
 		if errors.Is(err, io.EOF) && ctx.Err() == nil {
 			return errors.New("the client left without stopping; released its resources")
 		}
 		return c.fail(ctx, err)
 	}
-	st, err := p.Stop()
+	st, err := p.StopExpect(stop.Expect)
 	if err != nil {
 		return c.fail(ctx, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/peerclient"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/prog"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/sizes"
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -39,6 +40,19 @@ type PairConfig struct {
 	// Spec describes the measurement, for a remote peer (-rdma.peer),
 	// which must know which passive role to play.
 	Spec *Spec
+	// Own describes a pattern of one's own instead, for a remote peer:
+	// side B's program and the access side A's program needs.
+	Own *Own
+}
+
+// Own is what a remote peer (-rdma.peer) must know of a pair of one's
+// own pattern: side B's program (nil: none, the NIC serves A's WRITE,
+// READ and atomics), sent to the peer with role "program", and the
+// remote accesses side A's program uses on B's memory
+// (prog.Spec.RemoteAccess), all the peer's memory allows.
+type Own struct {
+	B      *prog.Spec
+	Access verbs.Access
 }
 
 func (c *PairConfig) defaults() {
@@ -199,11 +213,7 @@ func (s *Side) Connect(d *Dev, pd *verbs.PD, res *Resources, transport verbs.Tra
 func NewSide(d *Dev, pd *verbs.PD, res *Resources, c PairConfig, srq bool, access verbs.Access) (*Side, error) {
 	c.defaults()
 	s := &Side{depth: c.SendDepth, recvDepth: c.RecvDepth, timeout: d.Opts.Timeout, QKey: randomQKey()}
-	s.slot = c.SlotSize
-	if c.Transport == verbs.TransportUD {
-		s.slot += grhBytes
-	}
-	s.slot = (s.slot + 63) &^ 63
+	s.slot = prog.SlotBytes(c.SlotSize, c.Transport == verbs.TransportUD)
 	var err error
 	wrap := func(what string, err error) error { return fmt.Errorf("rdmatest: %s: %w", what, err) }
 	if c.Event {
@@ -275,7 +285,11 @@ type Pair struct {
 
 	res    Resources
 	remote *peerclient.Session
-	served *responder // the passive side Serve started
+	served *responder // the passive side Serve started (or, remote, MeasureProgram)
+	// peerRecvd is what the remote peer's program received, told by its
+	// Stopped (see checkDelivered).
+	peerRecvd uint64
+	expect    func(uint64) // sets the receives the remote Stop waits for
 }
 
 // allAccess is what the requester's memory and QPs allow (a passive side

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/cpus"
+	"github.com/rdmabench/rdmabench/rdmatest/internal/prog"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
 	"github.com/rdmabench/rdmabench/verbs"
 )
@@ -44,6 +45,11 @@ type Passive struct {
 	setup     oob.SetupOK
 	accepted  chan error // through rdma_cm: the accepts' result (acceptCM), read once by waitCM
 	cmErr     error
+	// program is side B's program (role "program"); own marks a pattern
+	// of one's own (a program, or a target with an access list): its
+	// memory starts zeroed, as a local side B's does.
+	program *prog.Spec
+	own     bool
 }
 
 // NewPassive builds the passive side that req asks for on d and connects
@@ -54,20 +60,64 @@ func NewPassive(d *Dev, req *oob.Setup, timeout time.Duration) (*Passive, error)
 	if err := CheckSetup(req, d.Limits()); err != nil {
 		return nil, err
 	}
-	spec, err := SetupSpec(req)
-	if err != nil {
-		return nil, err
-	}
 	sc := req.Scenario
-	p := &Passive{dev: d, cpu: -1, role: passiveRole(sc.Role), recvDepth: sc.RecvDepth, timeout: timeout, spec: spec}
+	var spec Spec
+	var access verbs.Access
+	if passiveRole(sc.Role) == roleProgram {
+		t, err := verbs.ParseTransport(sc.Transport)
+		if err != nil {
+			return nil, fmt.Errorf("rdmatest: setup: %w", err)
+		}
+		spec = Spec{Transport: t, QPs: sc.QPs, QD: sc.SendDepth, SRQ: sc.SRQ}
+	} else {
+		var err error
+		if spec, err = SetupSpec(req); err != nil {
+			return nil, err
+		}
+		access = PassiveAccess(spec.Op)
+	}
+	if len(req.Access) > 0 || req.Program != nil {
+		access = oob.ParseAccess(req.Access) // exactly what the client's own pattern uses
+	}
+	p := &Passive{dev: d, cpu: -1, role: passiveRole(sc.Role), recvDepth: sc.RecvDepth, timeout: timeout, spec: spec,
+		program: req.Program, own: len(req.Access) > 0 || req.Program != nil}
 	p.spec.defaults()
 	cfg := PairConfig{Transport: spec.Transport, QPs: sc.QPs, SlotSize: sc.SlotSize, SendDepth: sc.SendDepth,
 		RecvDepth: sc.RecvDepth, Inline: sc.Inline, SRQ: sc.SRQ}
-	if err := p.open(d, req, cfg, PassiveAccess(spec.Op)); err != nil {
+	if err := p.open(d, req, cfg, access); err != nil {
 		p.res.Close()
 		return nil, err
 	}
 	return p, nil
+}
+
+// checkProgramSetup is CheckSetup for role "program" (req has passed
+// oob validation, the program's static checks included): the passive
+// side's sizes within the device's limits. The program itself is built,
+// and checked by verbs against the side, at Start.
+func checkProgramSetup(req *oob.Setup, lim Limits) error {
+	sc, a := req.Scenario, lim.Attr
+	var errs []error
+	bad := func(format string, v ...any) { errs = append(errs, fmt.Errorf("rdmatest: setup: "+format, v...)) }
+	if sc.SendDepth < 2 || sc.SendDepth > a.MaxQPWR {
+		bad("send_depth %d out of range 2..%d (%s's max_qp_wr)", sc.SendDepth, a.MaxQPWR, lim.Device)
+	}
+	if sc.SRQ && sc.RecvDepth > a.MaxSRQWR {
+		bad("recv_depth %d (SRQ) exceeds %s's max_srq_wr %d", sc.RecvDepth, lim.Device, a.MaxSRQWR)
+	}
+	if !sc.SRQ && sc.RecvDepth > a.MaxQPWR {
+		bad("recv_depth %d exceeds %s's max_qp_wr %d", sc.RecvDepth, lim.Device, a.MaxQPWR)
+	}
+	if sc.Inline > a.MaxInline {
+		bad("inline %d exceeds %s's max_inline_data %d", sc.Inline, lim.Device, a.MaxInline)
+	}
+	if a.MaxQP > 0 && sc.QPs > a.MaxQP {
+		bad("qps %d exceeds %s's max_qp %d", sc.QPs, lim.Device, a.MaxQP)
+	}
+	if c := SetupCost(req, lim); a.MaxMRSize > 0 && uint64(c.Registered) > a.MaxMRSize {
+		bad("registered memory %d bytes exceeds %s's max_mr_size %d", c.Registered, lim.Device, a.MaxMRSize)
+	}
+	return errors.Join(errs...)
 }
 
 func (p *Passive) open(d *Dev, req *oob.Setup, cfg PairConfig, access verbs.Access) error {
@@ -116,9 +166,11 @@ func (p *Passive) SetupOK() *oob.SetupOK { return &p.setup }
 
 // Start begins the role: "sink" reposts receives, "echo" answers every
 // receive with the same verb, "write-echo" answers every WRITE with a
-// WRITE (each a C loop on a thread of its own), "target" only exposes
-// memory. The side's slots are filled with the verification pattern
-// first, as a local passive side's are (see fillPatterns). The loop is
+// WRITE, "program" runs the client's program (each a C loop on a thread
+// of its own), "target" only exposes memory. The side's slots are filled
+// with the verification pattern first, as a local passive side's are
+// (see fillPatterns), except for a pattern of one's own, whose memory
+// starts zeroed. The loop is
 // pinned to a CPU that no other passive side of the process holds (see
 // CPU and cpus.Plan.Take).
 func (p *Passive) Start() error {
@@ -128,7 +180,12 @@ func (p *Passive) Start() error {
 	if err := p.waitCM(); err != nil {
 		return err
 	}
-	p.side.fillPatterns(&p.spec, true)
+	if !p.own {
+		p.side.fillPatterns(&p.spec, true)
+	}
+	if p.program != nil {
+		return p.startProgram()
+	}
 	if p.role == roleTarget {
 		p.resp = &responder{stopFn: func() error { return nil }}
 		return nil
@@ -148,20 +205,61 @@ func (p *Passive) Start() error {
 	return nil
 }
 
+// startProgram resolves the client's program against the side (its QPs
+// and slots, the client's "in" slots as the peer's), builds it (verbs
+// checks it: an error names the step) and runs it passive, its first
+// wait of each iteration lasting up to the timeout, on a CPU of its own.
+func (p *Passive) startProgram() error {
+	if err := programUnsupported(p.dev, *p.program); err != nil {
+		return fmt.Errorf("rdmatest: side B's program: %w", err)
+	}
+	l, err := newProgram(p.side, p.spec.Transport, *p.program, prog.Run{Passive: true, Idle: p.timeout, Timeout: p.timeout})
+	if err != nil {
+		return fmt.Errorf("rdmatest: side B's program: %w", err)
+	}
+	p.cpu = p.dev.cpus.Take()
+	resp, err := startProgram(l, p.cpu, p.timeout)
+	if err != nil {
+		cpus.Give(p.cpu)
+		p.cpu = -1
+		return err
+	}
+	p.resp = resp
+	return nil
+}
+
 // CPU is the CPU the role's loop is pinned to while it runs, or -1: not
 // pinned (every loop CPU held by other sessions, none to pin to, or no
 // loop: a target only exposes memory).
 func (p *Passive) CPU() int { return p.cpu }
 
 // Stop ends the role and reports what it saw.
-func (p *Passive) Stop() (*oob.Stopped, error) {
+func (p *Passive) Stop() (*oob.Stopped, error) { return p.StopExpect(0) }
+
+// StopExpect ends the role and reports what it saw (Received: the
+// receives of a sink or a program; Sent: a program's iterations). A
+// program is first given up to the timeout to see expect receives (the
+// client's oob.Stop.Expect), so that its count is complete.
+func (p *Passive) StopExpect(expect uint64) (*oob.Stopped, error) {
+	if p.resp == nil {
+		return nil, errors.New("rdmatest: the passive side is not started")
+	}
+	if p.program != nil && expect > 0 {
+		deadline := time.Now().Add(p.timeout)
+		for uint64(p.resp.recvs()) < expect && !p.resp.ended() && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
 	err := p.resp.Stop() // the role's loop has returned: its counts are ours now
 	if p.resp.ended() {
 		cpus.Give(p.cpu)
 	} // else the loop still spins there (Stop's error says so): the CPU stays held
 	p.cpu = -1
 	st := &oob.Stopped{}
-	if p.role == roleSink {
+	switch {
+	case p.program != nil:
+		st.Received, st.Sent = uint64(max(p.resp.res.Recvs, 0)), uint64(max(p.resp.res.Ops, 0))
+	case p.role == roleSink:
 		st.Received = uint64(p.resp.res.Recvs)
 	}
 	p.resp = nil

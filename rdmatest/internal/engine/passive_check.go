@@ -68,6 +68,9 @@ func CheckSetup(req *oob.Setup, lim Limits) error {
 	if err := req.Validate(); err != nil {
 		return fmt.Errorf("rdmatest: setup: %w", err)
 	}
+	if passiveRole(req.Scenario.Role) == roleProgram {
+		return checkProgramSetup(req, lim)
+	}
 	s, err := SetupSpec(req)
 	if err != nil {
 		return err

@@ -65,11 +65,12 @@ func newProgram(s *Side, t verbs.Transport, spec prog.Spec, run prog.Run) (*verb
 // its own, until MeasureProgram ends or tb does; its first wait of each
 // iteration may last -rdma.timeout without a request. READ, WRITE and
 // atomics need no program on B: the NIC serves them. B must be in this
-// process: with -rdma.peer, ServeProgram fails saying so.
+// process: with -rdma.peer, side B's program goes to the peer when the
+// pair is opened (PairConfig.Own), and ServeProgram fails saying so.
 func ServeProgram(tb testing.TB, p *Pair, spec prog.Spec) {
 	tb.Helper()
 	if p.B == nil {
-		fatal(tb, fmt.Errorf("rdmatest: Serve: side B is played by the remote peer -rdma.peer=%s, which serves only the built-in families; run a benchmark of your own pattern without -rdma.peer", p.Dev.Opts.Peer))
+		fatal(tb, fmt.Errorf("rdmatest: Serve: side B is played by the remote peer -rdma.peer=%s: its program is sent with the pair's Setup (PairConfig.Own)", p.Dev.Opts.Peer))
 	}
 	if p.served != nil {
 		fatal(tb, errors.New("rdmatest: Serve: side B already serves"))
@@ -82,15 +83,41 @@ func ServeProgram(tb testing.TB, p *Pair, spec prog.Spec) {
 	if err != nil {
 		fatal(tb, fmt.Errorf("rdmatest: side B's program: %w", err))
 	}
-	r := readyLoop(l, p.Dev.cpus.ForLoops(2)[1])
+	r, err := startProgram(l, p.Dev.cpus.ForLoops(2)[1], timeout)
+	if err != nil {
+		fatal(tb, err)
+	}
+	p.served = r
+	tb.Cleanup(func() { _ = p.served.Stop() })
+}
+
+// startProgram starts side B's program l on a thread pinned to cpu.
+func startProgram(l *verbs.Loop, cpu int, timeout time.Duration) (*responder, error) {
+	r := readyLoop(l, cpu)
 	if r.err != nil { // the thread could not be pinned: the loop would not run
 		r.begin()
 		<-r.done
-		fatal(tb, errors.Join(fmt.Errorf("rdmatest: side B: %w", r.err), l.Close()))
+		return nil, errors.Join(fmt.Errorf("rdmatest: side B: %w", r.err), l.Close())
 	}
 	r.begin()
-	p.served = &responder{run: r, timeout: timeout}
-	tb.Cleanup(func() { _ = p.served.Stop() })
+	return &responder{run: r, timeout: timeout}, nil
+}
+
+// startRemote starts the remote peer's role (its program, or a target)
+// for MeasureProgram; its Stop reports what the peer's program received
+// (see checkDelivered).
+func (p *Pair) startRemote() error {
+	if err := p.remote.Start(); err != nil {
+		return err
+	}
+	var expect uint64
+	p.served = &responder{stopFn: func() error {
+		st, err := p.remote.StopExpect(expect)
+		p.peerRecvd = st.Received
+		return err
+	}}
+	p.expect = func(n uint64) { expect = n }
+	return nil
 }
 
 // MeasureOpts configures MeasureProgram.
@@ -131,8 +158,14 @@ func MeasureProgram(b *testing.B, p *Pair, o MeasureOpts, spec prog.Spec) {
 	if err := units.Register(o.Rate, "higher"); err != nil {
 		fatal(b, err)
 	}
+	if p.remote != nil && p.served == nil {
+		if err := p.startRemote(); err != nil {
+			fatal(b, err)
+		}
+		b.Cleanup(func() { _ = p.served.Stop() })
+	}
 	busy := 1
-	if p.served != nil {
+	if p.served != nil && p.remote == nil {
 		busy = 2
 	}
 	if err := checkProcs(busy); err != nil {
@@ -167,11 +200,26 @@ func MeasureProgram(b *testing.B, p *Pair, o MeasureOpts, spec prog.Spec) {
 // every message A sent that consumes a receive (on RC; UC and UD may
 // lose messages), waiting for the last ones up to the deadline. Without
 // a program on B nothing is checked here (the steps' own checks remain).
+// A remote peer's program is stopped here, told to wait for that many
+// first (oob.Stop.Expect), and its Stopped tells what it received.
 func (p *Pair) checkDelivered(a *verbs.Loop) error {
 	if p.served == nil || p.Cfg.Transport != verbs.TransportRC {
 		return nil
 	}
 	want := a.Consumed()
+	if p.remote != nil {
+		if p.Cfg.Own == nil || p.Cfg.Own.B == nil {
+			return nil
+		}
+		p.expect(uint64(want))
+		if err := p.served.Stop(); err != nil {
+			return err
+		}
+		if p.peerRecvd != uint64(want) {
+			return fmt.Errorf("rdmatest: verification: side A posted %d messages that consume a receive, but side B's program on the peer %s received %d", want, p.Dev.Opts.Peer, p.peerRecvd)
+		}
+		return nil
+	}
 	deadline := time.Now().Add(p.Dev.Opts.Timeout)
 	for p.served.recvs() < want && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Microsecond)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -35,6 +36,7 @@ const (
 	roleEcho      passiveRole = "echo"       // answers every receive with a SEND (ping-pong, RPC)
 	roleWriteEcho passiveRole = "write-echo" // answers every WRITE with a WRITE (ping-pong)
 	roleTarget    passiveRole = "target"     // nothing runs: the NIC serves READ, WRITE and atomics
+	roleProgram   passiveRole = "program"    // side B's program of a pattern of one's own (oob.Setup.Program)
 )
 
 // roleFor names the passive role for a spec.
@@ -55,15 +57,23 @@ func roleFor(s *Spec) passiveRole {
 // openRemote asks the peer for side B and connects side A to it.
 func (p *Pair) openRemote(epA []verbs.Endpoint) error {
 	d, cfg := p.Dev, p.Cfg
-	if cfg.Spec == nil {
-		return fmt.Errorf("rdmatest: a pair without PairConfig.Spec (a pattern of one's own, served by Serve) has both sides in this process; the peer -rdma.peer=%s plays only the built-in families' roles: run it without -rdma.peer", d.Opts.Peer)
+	var req *oob.Setup
+	switch {
+	case cfg.Own != nil:
+		var err error
+		if req, err = ownSetupRequest(&cfg, cmp.Or(cfg.MTU, d.PortAttr.ActiveMTU), p.A.QKey); err != nil {
+			return err
+		}
+	case cfg.Spec != nil:
+		req = setupRequest(&cfg, cmp.Or(cfg.MTU, d.PortAttr.ActiveMTU), p.A.QKey)
+	default:
+		return fmt.Errorf("rdmatest: a pair without PairConfig.Spec or Own: the peer -rdma.peer=%s cannot know which role to play", d.Opts.Peer)
 	}
 	r, err := peerclient.Dial(d.Opts.Peer, d.Opts.PeerToken, d.Opts.Timeout)
 	if err != nil {
 		return err
 	}
 	p.remote = r
-	req := setupRequest(&cfg, cmp.Or(cfg.MTU, d.PortAttr.ActiveMTU), p.A.QKey)
 	req.CM = d.UseCM()
 	for i, ep := range epA {
 		req.Endpoints = append(req.Endpoints, toOOB(ep))
@@ -129,6 +139,32 @@ func setupRequest(cfg *PairConfig, mtu int, qkey uint32) *oob.Setup {
 		MTU:  mtu,
 		QKey: qkey,
 	}
+}
+
+// ownSetupRequest is the Setup for a pair of one's own pattern (cfg.Own,
+// defaults applied): role "program" with side B's program, or, without
+// one, role "target" (the NIC serves; its verb is the strongest access
+// side A uses, for the peer's checks). Either way Access lists exactly
+// the remote accesses side A's program uses, and the peer's memory
+// starts zeroed, as a local side B's does.
+func ownSetupRequest(cfg *PairConfig, mtu int, qkey uint32) (*oob.Setup, error) {
+	own := cfg.Own
+	sc := oob.Scenario{Transport: cfg.Transport.String(), Role: string(roleProgram), QPs: cfg.QPs, SendDepth: cfg.SendDepth,
+		RecvDepth: cfg.RecvDepth, SlotSize: cfg.SlotSize, Inline: cfg.Inline, SRQ: cfg.SRQ}
+	if own.B == nil {
+		sc.Role = string(roleTarget)
+		switch a := own.Access; {
+		case a&verbs.AccessRemoteAtomic != 0:
+			sc.Op, sc.Size = verbs.OpFetchAdd.String(), 8
+		case a&verbs.AccessRemoteRead != 0:
+			sc.Op, sc.Size = verbs.OpRead.String(), min(cfg.SlotSize, 8)
+		case a&verbs.AccessRemoteWrite != 0:
+			sc.Op, sc.Size = verbs.OpWrite.String(), min(cfg.SlotSize, 8)
+		default:
+			return nil, errors.New("rdmatest: side A's program only sends, and side B has no program to receive: give B one (Serve)")
+		}
+	}
+	return &oob.Setup{Scenario: sc, MTU: mtu, QKey: qkey, Program: own.B, Access: oob.AccessNames(own.Access)}, nil
 }
 
 func toOOB(ep verbs.Endpoint) oob.Endpoint {

@@ -99,12 +99,19 @@ func (r *Session) Start() error {
 // Stop ends the peer's role and closes the session; the peer releases
 // everything of this session when the connection closes.
 func (r *Session) Stop() error {
+	_, err := r.StopExpect(0)
+	return err
+}
+
+// StopExpect is Stop telling the peer to wait first for expect receives
+// (oob.Stop.Expect), and returns what the peer reports (oob.Stopped).
+func (r *Session) StopExpect(expect uint64) (oob.Stopped, error) {
 	var done oob.Stopped
-	err := r.call(oob.MsgStop, &oob.Stop{}, oob.MsgStopped, &done)
+	err := r.call(oob.MsgStop, &oob.Stop{Expect: expect}, oob.MsgStopped, &done)
 	if err != nil {
 		err = fmt.Errorf("rdmatest: peer: stopping %s: %w", r.role, err)
 	}
-	return errors.Join(err, r.Close())
+	return done, errors.Join(err, r.Close())
 }
 
 // Close closes the session (again: nothing) without stopping the role:
