@@ -3,9 +3,12 @@
 #   guest a (RDMA_ROLE=a) runs the peer daemon until guest b is done, and
 #     kills and restarts it when b asks (the peer-killed fault test);
 #   guest b runs every benchmark (-short) with -rdma.peer pointing at
-#     a, so every benchmark's passive side is on the other host, then the
-#     wire fault tests (loss, delay, link down, peer killed).
-# Needs .cache/rdmapeer and .cache/testbin/{bench_test,rdmatest_internal_engine}.test
+#     a, so every benchmark's passive side is on the other host, then
+#     rdmatest's examples of one's own pattern (commit, lockedRead,
+#     writeRPC: side B's program, if any, sent to the peer and run
+#     there), then the wire fault tests (loss, delay, link down, peer
+#     killed).
+# Needs .cache/rdmapeer and .cache/testbin/{bench_test,rdmatest,rdmatest_internal_engine}.test
 # (ci/test.sh builds them). The peer requires a token, as on a real
 # network: guest a makes a fresh one in .cache/twohost.token (mode 600,
 # removed at the end) and reads it with -token-file; guest b waits for it
@@ -87,6 +90,29 @@ b)
 	fi
 	bash "$root/ci/skips.sh" "$clog" peer-cm "the benchmarks against the peer through rdma_cm (-short)" || { ((rc2 != 0)) || rc2=1; }
 	((rc == 0)) && rc=$rc2
+	# The examples of one's own pattern against the peer: side B's
+	# program goes to rdmapeer in the Setup (role program), or B is a
+	# target the NIC serves (lockedRead). Each example must print its
+	# result line: rdmatest.Benchmark reports a skip as a "skipped:"
+	# line, not as a --- SKIP, so both are checked.
+	echo "=== the examples of one's own pattern against the peer"
+	olog=$root/.cache/twohost-own.log
+	(cd rdmatest && ../.cache/testbin/rdmatest.test -test.run '^Example' -test.v -test.benchtime 100x \
+		-rdma.peer "$peer" -rdma.timeout 20s 2>&1) >"$olog"
+	rc3=$?
+	cat "$olog"
+	for name in Commit/size=4096 LockedRead/size=256 WriteRPC/size=1024; do
+		if ! grep -q "^Benchmark$name-[0-9]" "$olog"; then
+			echo "FAIL: the example Benchmark$name printed no result line against the peer"
+			rc3=1
+		fi
+	done
+	if grep -q '^rdmatest: Benchmark.* skipped: ' "$olog"; then
+		echo "FAIL: an example of one's own pattern skipped against the peer"
+		rc3=1
+	fi
+	bash "$root/ci/skips.sh" "$olog" peer-own "the examples of one's own pattern against the peer" || { ((rc3 != 0)) || rc3=1; }
+	((rc == 0)) && rc=$rc3
 	if ((rc == 0)); then
 		echo "=== faults over the wire"
 		wlog=$root/.cache/twohost-wire.log
