@@ -27,7 +27,7 @@ BENCH_TIMEOUT := 3h
 endif
 STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: all deps build test unit devtest vmtest fuzz bench compare plots calibrate calibration-table calibrate-queues progcost clean
+.PHONY: all deps build test unit devtest vmtest fuzz bench compare plots calibrate calibration-table calibrate-setup progcost clean
 
 all: build
 
@@ -124,17 +124,21 @@ calibrate: build
 	$(RXEVM) $(RXEVM_FLAGS) -- .cache/bin/calibrate -bench .cache/bench.test -control .cache/bin/cping \
 		-store docs/calibration -commit $(CALIBRATE_COMMIT) $(CALIBRATE_FLAGS)
 
-# make calibrate-queues: issue #27's experiment (docs/performance.md):
-# write_lat's like-for-like ratio of the C-only control on our queues
-# (cping) and on perftest's latency queues (cping-q1: tx_depth 1, a send
-# queue and a CQ of one entry), in one boot, alternating, 2 × 2 blocks
-# of 3 pairs; nothing is stored.
-calibrate-queues: build
+# make calibrate-setup: issue #27's setup experiments (docs/performance.md):
+# write_lat's like-for-like ratio of the C-only control built three ways,
+# in one boot, alternating, 2 blocks of 3 pairs each: cping (our setup:
+# both sides in one process), cping-q1 (perftest's latency queues:
+# tx_depth 1, a send queue and a CQ of one entry) and cping-2p (the two
+# sides in two processes, as perftest's client and server); nothing is
+# stored.
+CPING = gcc -O2 -Wall -Wextra -Werror ci/cping/cping.c verbs/loop.c -libverbs -lpthread -lm
+calibrate-setup: build
 	go test -c -o .cache/bench.test ./bench_test
 	go build -o .cache/bin/calibrate ./ci/calibrate
-	gcc -O2 -Wall -Wextra -Werror -o .cache/bin/cping ci/cping/cping.c verbs/loop.c -libverbs -lpthread -lm
-	gcc -O2 -Wall -Wextra -Werror -DCPING_PERFTEST_QUEUES -o .cache/bin/cping-q1 ci/cping/cping.c verbs/loop.c -libverbs -lpthread -lm
-	$(RXEVM) $(RXEVM_FLAGS) -- bash -c 'for i in 1 2; do for c in cping cping-q1; do echo "=== block $$i, control $$c"; \
+	$(CPING) -o .cache/bin/cping
+	$(CPING) -DCPING_PERFTEST_QUEUES -o .cache/bin/cping-q1
+	$(CPING) -DCPING_TWO_PROCESSES -o .cache/bin/cping-2p
+	$(RXEVM) $(RXEVM_FLAGS) -- bash -c 'for i in 1 2; do for c in cping cping-q1 cping-2p; do echo "=== block $$i, control $$c"; \
 		.cache/bin/calibrate -only "write_lat 8 B" -runs 3 -bench .cache/bench.test -control .cache/bin/$$c | grep "^write_lat 8 B"; done; done'
 
 # make calibration-table: the README's performance table, rendered from

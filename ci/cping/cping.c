@@ -22,6 +22,12 @@
 // as "cping-cycle-counts …" and its lines, so that calibrate reads the
 // percentiles exactly as rdmatest does (hdrhistogram.Import).
 //
+// Two experiment builds of issue #27 (make calibrate-setup,
+// docs/performance.md): -DCPING_PERFTEST_QUEUES (perftest's latency
+// queues, below) and -DCPING_TWO_PROCESSES (side B in a process of its
+// own, forked before any verbs call and connected over pipes, as
+// perftest's server is a process of its own).
+//
 // Usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE] [-n ITERS]
 //              [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S] [-S]
 // Built by calibrate's make target with -Wall -Wextra -Werror.
@@ -35,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void die(const char *what, int err) {
@@ -83,7 +90,7 @@ struct side {
 // instead (tx_depth 1: a send queue and a CQ of one entry; no receives
 // in a WRITE ping-pong), the loop accounting for 2 (its least; at most
 // one WR is outstanding with -S): an experiment of issue #27 (make
-// cping-queues, docs/performance.md).
+// calibrate-setup, docs/performance.md).
 #ifdef CPING_PERFTEST_QUEUES
 enum { SLOT = 64, SEND_DEPTH = 1, RECV_DEPTH = 1, CQ_DEPTH = 1, LOOP_DEPTH = 2 };
 #else
@@ -111,8 +118,19 @@ static void side_open(struct side *s, struct ibv_context *ctx, struct ibv_pd *pd
 	s->psn = (uint32_t)lrand48() & 0xffffff;
 }
 
+// pub is what a side publishes to the other: its QP, PSN and memory.
+struct pub {
+	uint32_t qpn, psn, rkey, pad;
+	uint64_t buf;
+};
+
+static struct pub publish(const struct side *s) {
+	struct pub p = {.qpn = s->qp->qp_num, .psn = s->psn, .rkey = s->mr->rkey, .buf = (uintptr_t)s->buf};
+	return p;
+}
+
 // side_connect moves s's QP to RTS facing the QP peer (same port, GID).
-static void side_connect(struct side *s, const struct side *peer, int port, int gid_index, const union ibv_gid *gid, enum ibv_mtu mtu) {
+static void side_connect(struct side *s, const struct pub *peer, int port, int gid_index, const union ibv_gid *gid, enum ibv_mtu mtu) {
 	struct ibv_qp_attr a;
 	memset(&a, 0, sizeof a);
 	a.qp_state = IBV_QPS_INIT;
@@ -124,7 +142,7 @@ static void side_connect(struct side *s, const struct side *peer, int port, int 
 	memset(&a, 0, sizeof a);
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = mtu;
-	a.dest_qp_num = peer->qp->qp_num;
+	a.dest_qp_num = peer->qpn;
 	a.rq_psn = peer->psn;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
@@ -152,7 +170,7 @@ static void side_connect(struct side *s, const struct side *peer, int port, int 
 
 // write_wr fills a signaled RDMA WRITE of size bytes from from's out slot
 // to to's in slot.
-static void write_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, const struct side *from, const struct side *to, int size) {
+static void write_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, const struct side *from, const struct pub *to, int size) {
 	memset(wr, 0, sizeof *wr);
 	sge->addr = (uintptr_t)from->buf;
 	sge->length = (uint32_t)size;
@@ -161,8 +179,8 @@ static void write_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, const struct s
 	wr->num_sge = 1;
 	wr->opcode = IBV_WR_RDMA_WRITE;
 	wr->send_flags = IBV_SEND_SIGNALED;
-	wr->wr.rdma.remote_addr = (uintptr_t)to->buf + SLOT;
-	wr->wr.rdma.rkey = to->mr->rkey;
+	wr->wr.rdma.remote_addr = to->buf + SLOT;
+	wr->wr.rdma.rkey = to->rkey;
 }
 
 static void pin(int cpu) {
@@ -202,6 +220,27 @@ static void *serve_main(void *arg) {
 	sv->preempted = preemptions() - p0;
 	return NULL;
 }
+
+#ifdef CPING_TWO_PROCESSES
+static void xwrite(int fd, const void *p, size_t n) {
+	if (write(fd, p, n) != (ssize_t)n)
+		die("write to the other process", errno);
+}
+
+static void xread(int fd, void *p, size_t n) {
+	if (read(fd, p, n) != (ssize_t)n)
+		die("read from the other process", errno ? errno : EPIPE);
+}
+
+// stop_watch sets B's stop flag when A writes or closes its pipe.
+static volatile int32_t *stop_flag;
+static void *stop_watch(void *arg) {
+	char c;
+	(void)!read(*(int *)arg, &c, 1);
+	*stop_flag = 1;
+	return NULL;
+}
+#endif
 
 static long arg_long(const char *flag, const char *v, long lo, long hi) {
 	char *end;
@@ -253,6 +292,21 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "cping: -S -n %ld: want at least 2 round trips (the cycle sample spans two posts)\n", iters);
 		return 2;
 	}
+#ifdef CPING_TWO_PROCESSES
+	// Two processes, as perftest's client and server (an experiment of
+	// issue #27): forked before any verbs call, each opening the device
+	// on its own; pipes carry the published QPs, the stop and B's
+	// outcome.
+	int ab[2], ba[2]; // A → B, B → A
+	if (pipe(ab) || pipe(ba))
+		die("pipe", errno);
+	pid_t child = fork();
+	if (child < 0)
+		die("fork", errno);
+	const int is_a = child != 0, is_b = child == 0;
+#else
+	const int is_a = 1, is_b = 1;
+#endif
 	srand48(getpid() ^ (long)rb_clock_ns());
 	int n = 0;
 	struct ibv_device **list = ibv_get_device_list(&n);
@@ -284,25 +338,65 @@ int main(int argc, char **argv) {
 	if (!pd)
 		die("ibv_alloc_pd", errno);
 	struct side a, b;
-	side_open(&a, ctx, pd);
-	side_open(&b, ctx, pd);
-	side_connect(&a, &b, port, gid_index, &gid, pa.active_mtu);
-	side_connect(&b, &a, port, gid_index, &gid, pa.active_mtu);
+	struct pub pub_a, pub_b;
+	if (is_a) {
+		side_open(&a, ctx, pd);
+		pub_a = publish(&a);
+	}
+	if (is_b) {
+		side_open(&b, ctx, pd);
+		pub_b = publish(&b);
+	}
+#ifdef CPING_TWO_PROCESSES
+	if (is_a) {
+		xwrite(ab[1], &pub_a, sizeof pub_a);
+		xread(ba[0], &pub_b, sizeof pub_b);
+	} else {
+		xwrite(ba[1], &pub_b, sizeof pub_b);
+		xread(ab[0], &pub_a, sizeof pub_a);
+	}
+#endif
+	if (is_a)
+		side_connect(&a, &pub_b, port, gid_index, &gid, pa.active_mtu);
+	if (is_b)
+		side_connect(&b, &pub_a, port, gid_index, &gid, pa.active_mtu);
 
 	int64_t timeout_ns = (int64_t)timeout_s * 1000000000;
 	static struct server sv;
 	sv.cpu = cpu_b;
 	rb_serve *s = &sv.s;
-	s->ctl.timeout_ns = timeout_ns;
-	s->cq = b.cq;
-	s->mode = RB_SERVE_WRITE_ECHO;
-	s->qp = b.qp;
-	write_wr(&s->wr, &s->sge, &b, &a, size);
-	s->send_depth = LOOP_DEPTH;
-	s->in_last = b.buf + SLOT + size - 1;
-	s->out_last = b.buf + size - 1;
-	s->idle_ns = timeout_ns;
-	s->signal_all = signal_all;
+	if (is_b) {
+		s->ctl.timeout_ns = timeout_ns;
+		s->cq = b.cq;
+		s->mode = RB_SERVE_WRITE_ECHO;
+		s->qp = b.qp;
+		write_wr(&s->wr, &s->sge, &b, &pub_a, size);
+		s->send_depth = LOOP_DEPTH;
+		s->in_last = b.buf + SLOT + size - 1;
+		s->out_last = b.buf + size - 1;
+		s->idle_ns = timeout_ns;
+		s->signal_all = signal_all;
+	}
+#ifdef CPING_TWO_PROCESSES
+	if (is_b) {
+		// B: serve until A writes (or closes) its end of the pipe.
+		stop_flag = &s->ctl.stop;
+		pthread_t w;
+		if ((rc = pthread_create(&w, NULL, stop_watch, &ab[0])))
+			die("pthread_create", rc);
+		serve_main(&sv);
+		pthread_join(w, NULL);
+		int out[2] = {sv.status, (int)sv.preempted};
+		xwrite(ba[1], out, sizeof out);
+		ibv_destroy_qp(b.qp);
+		ibv_dereg_mr(b.mr);
+		ibv_destroy_cq(b.cq);
+		ibv_dealloc_pd(pd);
+		ibv_close_device(ctx);
+		ibv_free_device_list(list);
+		return 0;
+	}
+#endif
 
 	static rb_ping p;
 	p.ctl.timeout_ns = timeout_ns;
@@ -310,7 +404,7 @@ int main(int argc, char **argv) {
 	rb_hist_init(&p.cycle, 1, (int64_t)100 * 1000000000, 3);
 	p.cq = a.cq;
 	p.qp = a.qp;
-	write_wr(&p.wr, &p.sge, &a, &b, size);
+	write_wr(&p.wr, &p.sge, &a, &pub_b, size);
 	p.mode = RB_PING_WRITE;
 	p.halve = 1;
 	p.send_depth = LOOP_DEPTH;
@@ -320,6 +414,22 @@ int main(int argc, char **argv) {
 	p.warmup = signal_all ? 0 : 1; // one untimed round trip, as WriteLat's Warm(1); none like perftest with -S
 	p.signal_all = signal_all;
 
+#ifdef CPING_TWO_PROCESSES
+	pin(cpu_a);
+	long p0 = preemptions();
+	int st = rb_run_ping(&p);
+	long preempted = preemptions() - p0;
+	xwrite(ab[1], "x", 1); // B's stop
+	int out[2];
+	xread(ba[0], out, sizeof out);
+	sv.status = out[0];
+	sv.preempted = out[1];
+	int wst;
+	if (waitpid(child, &wst, 0) != child || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
+		fprintf(stderr, "cping: side B's process failed (wait status %#x)\n", wst);
+		return 1;
+	}
+#else
 	pthread_t th;
 	if ((rc = pthread_create(&th, NULL, serve_main, &sv)))
 		die("pthread_create", rc);
@@ -329,6 +439,7 @@ int main(int argc, char **argv) {
 	long preempted = preemptions() - p0;
 	s->ctl.stop = 1;
 	pthread_join(th, NULL);
+#endif
 	// The serve loop ends stopped (the flag) unless it failed first.
 	if (sv.status != RB_OK && sv.status != RB_STOPPED) {
 		fprintf(stderr, "cping: serve loop ended with status %d (waiting %d, err %d)\n", sv.status, s->ctl.waiting, s->ctl.err);
@@ -364,11 +475,13 @@ int main(int argc, char **argv) {
 	}
 	free(probe.counts);
 	ibv_destroy_qp(a.qp);
-	ibv_destroy_qp(b.qp);
 	ibv_dereg_mr(a.mr);
-	ibv_dereg_mr(b.mr);
 	ibv_destroy_cq(a.cq);
-	ibv_destroy_cq(b.cq);
+	if (is_b && is_a) { // one process: B's side too
+		ibv_destroy_qp(b.qp);
+		ibv_dereg_mr(b.mr);
+		ibv_destroy_cq(b.cq);
+	}
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
