@@ -45,6 +45,8 @@ dir=$(dirname "$0")
 size=8; prev=
 for a in "$@"; do
 	[ "$a" = 127.0.0.1 ] && client=1
+	[ "$a" = 192.0.2.1 ] && client=1 cm=1 # -R: the client is given the device's IPv4 address
+	[ "$a" = -R ] && late=0.5             # a server through rdma_cm listens late: its first client is rejected
 	[ "$prev" = -s ] && size=$a
 	prev=$a
 done
@@ -52,12 +54,13 @@ report() { `+report+`; }
 if [ -z "$client" ]; then
 	n=$(($(cat "$dir/ptcount" 2>/dev/null || echo 0) + 1)); echo $n >"$dir/ptcount"
 	echo "perftest $*" >>"$dir/order"
-	sleep 0.2; touch "$dir/listening"
+	sleep ${late:-0.2}; touch "$dir/listening"
 	i=0; while [ ! -e "$dir/connected" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 	rm -f "$dir/listening" "$dir/connected"
 	set -- $(sed -n "${n}p" "$dir/pt-values"); a=$1; b=$2
 	report "$b"; exit 0
 fi
+if [ ! -e "$dir/listening" ] && [ -n "$cm" ]; then echo "Unexpected CM event bl blka 8"; echo " Unable to perform rdma_client function"; exit 1; fi
 if [ ! -e "$dir/listening" ]; then echo "Couldn't connect to 127.0.0.1:18515"; exit 1; fi
 touch "$dir/connected"
 n=$(cat "$dir/ptcount")
@@ -296,6 +299,22 @@ shift 2; exec "$@"
 	srv := filepath.Join(dir, "ib_write_lat") + " -d rxe0 -F -n 5000 -s 8 -I 0"
 	assert.Equal(t, "-c 1 "+srv, lines[0], "the server on the passive CPU")
 	assert.Equal(t, "-c 0 "+srv+" 127.0.0.1", lines[len(lines)-1], "the client on the requester CPU")
+}
+
+// TestPerftestRetriesCMRejection: perftest's client through rdma_cm
+// (-R) started before its server listens is rejected ("Unexpected CM
+// event bl blka 8") and is started again until the server listens, as
+// over TCP.
+func TestPerftestRetriesCMRejection(t *testing.T) {
+	dir := t.TempDir()
+	fakePerftest(t, dir, "ib_write_lat", "10 100")
+	c := testConfig(dir, "", 1)
+	c.cmAddr = "192.0.2.1"
+	s := scenarioNamed(t, "write_lat rdma_cm 8 B")
+	out, err := runPerftest(context.Background(), c, s, filepath.Join(dir, "cm"))
+	require.NoError(t, err)
+	assert.Contains(t, string(out[client]), "t_typical")
+	assert.NotContains(t, string(out[client]), "Unexpected CM event", "the kept output is the run that connected")
 }
 
 // TestNoUsableFigure: a figure of zero (or NaN) from either tool is
