@@ -176,6 +176,7 @@ func renderTable(w io.Writer, recs []record, markdown bool) {
 		n                                          int
 		pt, rb, like, own                          []float64 // one per calibration
 		likeRatios, perftestAARatios, oursAARatios []float64 // pooled over calibrations
+		pooledAA                                   []float64 // one per calibration: its median P2/P1
 	}
 	var keys []string
 	byKey := map[string]*agg{}
@@ -197,6 +198,9 @@ func renderTable(w io.Writer, recs []record, markdown bool) {
 			}
 			a.likeRatios = append(a.likeRatios, r.likeRatios...)
 			a.perftestAARatios = append(a.perftestAARatios, r.perftestAARatios...)
+			if len(r.perftestAARatios) > 0 {
+				a.pooledAA = append(a.pooledAA, median(r.perftestAARatios))
+			}
 			a.oursAARatios = append(a.oursAARatios, r.oursAARatios...)
 		}
 	}
@@ -207,14 +211,15 @@ func renderTable(w io.Writer, recs []record, markdown bool) {
 		r.perftest, r.rdmabench, r.own = median(a.pt), median(a.rb), median(a.own)
 		r.like = spreadOf(a.like) // median and min–max over the calibrations
 		r.perftestAA, r.oursAA = spreadOf(a.perftestAARatios), spreadOf(a.oursAARatios)
-		lines = append(lines, r.cells(fmt.Sprint(a.n)))
+		lines = append(lines, append(r.cells(fmt.Sprint(a.n)), pooledCells(r.like, a.pooledAA)...))
 	}
 	fmt.Fprintln(w, renderHeader(recs))
 	fmt.Fprintln(w)
 	writeTable(w, renderColumns, lines, markdown)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "perftest, rdmabench = medians over the calibrations of each calibration's median (of P1; of L1 or B1); ratio = median over the calibrations of each one's like-for-like ratio, ratio range = their min–max;")
-	fmt.Fprintln(w, "the A/A bands = min–max of P2/P1 and of L2/L1 (B2/B1) over every pair of every calibration; own-definition ratio = median over the calibrations of each one's median O/P1; inside: the ratio lies within perftest's A/A band.")
+	fmt.Fprintln(w, "the A/A bands = min–max of P2/P1 and of L2/L1 (B2/B1) over every pair of every calibration; own-definition ratio = median over the calibrations of each one's median O/P1; inside: the ratio lies within perftest's A/A band;")
+	fmt.Fprintln(w, "perftest A/A per calibration = min–max over the calibrations of each one's median P2/P1 (perftest against itself, pooled over a calibration's pairs as the ratio is); vs it: inside when the ratio lies within that range (judged from 3 calibrations on).")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Remaining differences between the tools:")
 	fmt.Fprintln(w)
@@ -225,7 +230,34 @@ func renderTable(w io.Writer, recs []record, markdown bool) {
 
 // renderColumns are the columns of the rendered table.
 var renderColumns = []string{"scenario", "figure", "perftest", "rdmabench", "ratio (median of calibrations)", "ratio range (calibrations)",
-	"perftest A/A", "rdmabench A/A", "own-definition ratio", "calibrations", "vs perftest A/A"}
+	"perftest A/A", "rdmabench A/A", "own-definition ratio", "calibrations", "vs perftest A/A", "perftest A/A per calibration", "vs perftest A/A per calibration"}
+
+// minPooledAA is the fewest calibrations whose pooled perftest A/A
+// ratios make a band to read a ratio against.
+const minPooledAA = 3
+
+// pooledCells are the rendered table's last two cells: the min–max over
+// the calibrations of perftest's pooled A/A ratio (each calibration's
+// median P2/P1) and whether the like-for-like ratio lies within it. The
+// pair-by-pair A/A band is wide on a device whose p50 jumps between
+// levels from run to run (docs/performance.md, "Phases"); a calibration's
+// pooled ratio is the statistic the like-for-like ratio is, so this range
+// is the noise band it is to be read against. Fewer than
+// minPooledAA calibrations give a range but no verdict.
+func pooledCells(like spread, perCalibration []float64) []string {
+	pooledAA := spreadOf(perCalibration)
+	if !pooledAA.ok {
+		return []string{"—", "—"}
+	}
+	verdict := "—"
+	if like.ok && len(perCalibration) >= minPooledAA {
+		verdict = "OUTSIDE"
+		if like.median >= pooledAA.min && like.median <= pooledAA.max {
+			verdict = "inside"
+		}
+	}
+	return []string{fmt.Sprintf("%.2f–%.2f", pooledAA.min, pooledAA.max), verdict}
+}
 
 // renderHeader says how many calibrations the table comes from, their
 // dates and commits, and what they ran on.
