@@ -27,7 +27,7 @@ BENCH_TIMEOUT := 3h
 endif
 STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: all deps build test unit devtest vmtest fuzz bench compare plots calibrate calibration-table calibrate-setup progcost clean
+.PHONY: all deps build test unit devtest vmtest fuzz bench compare plots calibrate calibration-table calibrate-setup calibrate-phases progcost clean
 
 all: build
 
@@ -140,6 +140,23 @@ calibrate-setup: build
 	$(CPING) -DCPING_TWO_PROCESSES -o .cache/bin/cping-2p
 	$(RXEVM) $(RXEVM_FLAGS) -- bash -c 'for i in 1 2; do for c in cping cping-q1 cping-2p; do echo "=== block $$i, control $$c"; \
 		.cache/bin/calibrate -only "write_lat 8 B" -runs 3 -bench .cache/bench.test -control .cache/bin/$$c | grep "^write_lat 8 B"; done; done'
+
+# make calibrate-phases: issue #27's phases (docs/performance.md,
+# "Phases"): in one boot, PHASE_ROUNDS rounds of ib_write_lat -U (every
+# sample) and the C-only control like for like, built in one process, in
+# two (cping, cping-2p) and with perftest's loop shape instead of ours
+# (cping-ptloop: no clock read or histogram add in the loop); calibrate
+# -phases then splits every run at
+# 14 and 19 µs and prints each phase's share and level per tool, and the
+# levels' and p50s' ratios to perftest round by round. Nothing is stored.
+PHASE_ROUNDS ?= 24
+calibrate-phases: build
+	$(CPING) -o .cache/bin/cping
+	$(CPING) -DCPING_TWO_PROCESSES -o .cache/bin/cping-2p
+	$(CPING) -DCPING_PERFTEST_LOOP -o .cache/bin/cping-ptloop
+	rm -rf .cache/phases && mkdir -p .cache/phases
+	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/phases.sh .cache/phases $(PHASE_ROUNDS) .cache/bin/cping .cache/bin/cping-2p .cache/bin/cping-ptloop
+	go run ./ci/calibrate -phases .cache/phases
 
 # make calibration-table: the README's performance table, rendered from
 # every stored calibration (no device needed) between its markers in

@@ -57,6 +57,35 @@ func controlLikeName(scenario string) string { return scenario + " [C-only contr
 // with like of the cycle histogram (cping-cycle-counts: their like-for-like
 // metrics).
 func controlFigures(r io.Reader, figs []figure, like bool) ([]float64, error) {
+	h, err := controlHist(r, like)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(figs))
+	for j, fg := range figs {
+		var p float64
+		metric := fg.own
+		if like {
+			metric = fg.like
+		}
+		switch metric {
+		case "p50-ns", "cycle-p50-ns":
+			p = 50
+		case "p99-ns", "cycle-p99-ns":
+			p = 99
+		default:
+			return nil, fmt.Errorf("cping reports latencies only (p50-ns, p99-ns, cycle-p50-ns, cycle-p99-ns), not %q", metric)
+		}
+		out[j] = fromBase(float64(h.ValueAtPercentile(p)), fg.display)
+	}
+	return out, nil
+}
+
+// controlHist reads one cping run's output: the post → answer histogram
+// (cping-counts), or with like the cycle histogram (cping-cycle-counts),
+// checked against hdrhistogram-go's geometry (the probe lines) and its
+// header's total. Values are ns (halved as the loop halves them).
+func controlHist(r io.Reader, like bool) (*hdrhistogram.Histogram, error) {
 	want := "cping-counts"
 	if like {
 		want = "cping-cycle-counts"
@@ -124,24 +153,7 @@ func controlFigures(r io.Reader, figs []figure, like bool) ([]float64, error) {
 	if probes == 0 {
 		return nil, fmt.Errorf("cping: no cping-probe lines (its histogram geometry is unchecked)")
 	}
-	out := make([]float64, len(figs))
-	for j, fg := range figs {
-		var p float64
-		metric := fg.own
-		if like {
-			metric = fg.like
-		}
-		switch metric {
-		case "p50-ns", "cycle-p50-ns":
-			p = 50
-		case "p99-ns", "cycle-p99-ns":
-			p = 99
-		default:
-			return nil, fmt.Errorf("cping reports latencies only (p50-ns, p99-ns, cycle-p50-ns, cycle-p99-ns), not %q", metric)
-		}
-		out[j] = fromBase(float64(h.ValueAtPercentile(p)), fg.display)
-	}
-	return out, nil
+	return h, nil
 }
 
 // hdrIndex is the index of v in hdrhistogram-go's counts for the loops'

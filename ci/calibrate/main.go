@@ -11,6 +11,7 @@
 //	go build -o .cache/bin/calibrate ./ci/calibrate
 //	.cache/rxevm -- .cache/bin/calibrate [flags] [-store docs/calibration -commit REV]
 //	calibrate -render docs/calibration [-markdown]   (no device: the table of every stored calibration)
+//	calibrate -phases DIR [-phase-bounds 14,19]      (no device: the phases of a rotation's runs; make calibrate-phases)
 //
 // # Definitions
 //
@@ -150,6 +151,8 @@ type config struct {
 	store      string   // directory of the stored calibrations ("" = none)
 	commit     string   // the commit measured (-commit)
 	render     string   // -render: the directory whose calibrations to render
+	phases     string   // -phases: the directory of a rotation's raw outputs to split into phases
+	bounds     string   // -phase-bounds: where -phases splits, in µs
 	readme     string   // -readme: the file whose table -render replaces
 
 	// Found before the first run.
@@ -194,8 +197,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.commit, "commit", "", "the commit measured, named in the stored file (make calibrate passes it)")
 	fs.StringVar(&c.render, "render", "", "print the table of every calibration stored in this directory and run nothing (no device needed)")
 	fs.StringVar(&c.readme, "readme", "", "with -render: replace the table between the calibration-table markers of this Markdown file (make calibration-table: README.md) instead of printing it")
+	fs.StringVar(&c.phases, "phases", "", "print the phases of the runs in this directory (perftest.ROUND.txt: perftest -U; TOOL.ROUND.txt: cping -S; make calibrate-phases) and run nothing")
+	fs.StringVar(&c.bounds, "phase-bounds", "14,19", "with -phases: the bounds between phases, in µs of the halved sample, ascending")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if c.phases != "" {
+		bounds, err := parseBounds(c.bounds)
+		var pr *phaseRuns
+		if err == nil {
+			pr, err = loadPhases(c.phases)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "calibrate: -phases: %v\n", err)
+			return 1
+		}
+		printPhases(stdout, pr, bounds)
+		return 0
 	}
 	if bad := c.check(fs); len(bad) > 0 {
 		fmt.Fprintf(stderr, "calibrate: %s\nusage: calibrate [flags] | calibrate -render DIR [-markdown]\n", strings.Join(bad, "; "))

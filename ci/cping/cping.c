@@ -22,11 +22,16 @@
 // as "cping-cycle-counts …" and its lines, so that calibrate reads the
 // percentiles exactly as rdmatest does (hdrhistogram.Import).
 //
-// Two experiment builds of issue #27 (make calibrate-setup,
-// docs/performance.md): -DCPING_PERFTEST_QUEUES (perftest's latency
-// queues, below) and -DCPING_TWO_PROCESSES (side B in a process of its
-// own, forked before any verbs call and connected over pipes, as
-// perftest's server is a process of its own).
+// Three experiment builds of issue #27 (make calibrate-setup, make
+// calibrate-phases, docs/performance.md): -DCPING_PERFTEST_QUEUES
+// (perftest's latency queues, below), -DCPING_TWO_PROCESSES (side B in a
+// process of its own, forked before any verbs call and connected over
+// pipes, as perftest's server is a process of its own) and
+// -DCPING_PERFTEST_LOOP (x86 only, -S only: both sides run the shape of
+// perftest's run_iter_lat_write instead of rdmabench's loops — spin, TSC
+// stamp, post, poll the send completion —, no clock read and no
+// histogram add inside the loop; the stamps become the cycle histogram
+// after the run).
 //
 // Usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE] [-n ITERS]
 //              [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S] [-S]
@@ -212,6 +217,7 @@ struct server {
 	int status;
 };
 
+#ifndef CPING_PERFTEST_LOOP
 static void *serve_main(void *arg) {
 	struct server *sv = arg;
 	pin(sv->cpu);
@@ -220,6 +226,7 @@ static void *serve_main(void *arg) {
 	sv->preempted = preemptions() - p0;
 	return NULL;
 }
+#endif
 
 #ifdef CPING_TWO_PROCESSES
 static void xwrite(int fd, const void *p, size_t n) {
@@ -238,6 +245,96 @@ static void *stop_watch(void *arg) {
 	char c;
 	(void)!read(*(int *)arg, &c, 1);
 	*stop_flag = 1;
+	return NULL;
+}
+#endif
+
+#ifdef CPING_PERFTEST_LOOP
+#include <x86intrin.h>
+
+// pt_side is one side of the perftest-shaped loop: the passive side
+// posts first, the requester waits first, as perftest's server and
+// client; the requester stamps the TSC before each post.
+struct pt_side {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	struct ibv_send_wr *wr;
+	volatile uint8_t *in, *out;
+	long iters;
+	int passive, cpu;
+	uint64_t *stamps; // the requester's, one per post; NULL on the passive side
+	volatile int32_t *stop;
+	int64_t timeout_ns;
+	int status; // 0, or 1 stopped, 2 deadline, 3 post, 4 completion
+};
+
+// pt_spin waits for the peer's byte want; the deadline's clock starts at
+// the first check, 1024 spins in.
+static int pt_spin(struct pt_side *s, uint8_t want) {
+	int64_t since = 0;
+	for (unsigned spins = 1; *s->in != want; spins++) {
+		if (*s->stop)
+			return 1;
+		if (spins % 1024 == 0) {
+			int64_t now = rb_clock_ns();
+			if (since == 0)
+				since = now;
+			else if (now - since > s->timeout_ns)
+				return 2;
+		}
+	}
+	return 0;
+}
+
+static void *pt_loop(void *arg) {
+	struct pt_side *s = arg;
+	pin(s->cpu);
+	long scnt = 0, ccnt = 0, rcnt = 0;
+	struct ibv_wc wc;
+	struct ibv_send_wr *bad;
+	while (scnt < s->iters || ccnt < s->iters || rcnt < s->iters) {
+		if (rcnt < s->iters && !(scnt < 1 && s->passive)) {
+			rcnt++;
+			if ((s->status = pt_spin(s, (uint8_t)rcnt)))
+				goto out;
+		}
+		if (scnt < s->iters) {
+			if (s->stamps)
+				s->stamps[scnt] = __rdtsc();
+			*s->out = (uint8_t)++scnt;
+			if (ibv_post_send(s->qp, s->wr, &bad)) {
+				s->status = 3;
+				goto out;
+			}
+		}
+		if (ccnt < s->iters) {
+			int ne;
+			int64_t since = 0;
+			for (unsigned polls = 1; (ne = ibv_poll_cq(s->cq, 1, &wc)) == 0; polls++) {
+				if (*s->stop) {
+					s->status = 1;
+					goto out;
+				}
+				if (polls % 1024 == 0) {
+					int64_t now = rb_clock_ns();
+					if (since == 0)
+						since = now;
+					else if (now - since > s->timeout_ns) {
+						s->status = 2;
+						goto out;
+					}
+				}
+			}
+			if (ne < 0 || wc.status != IBV_WC_SUCCESS) {
+				s->status = 4;
+				goto out;
+			}
+			ccnt++;
+		}
+	}
+out:
+	if (s->status)
+		*s->stop = 1; // the other side stops too
 	return NULL;
 }
 #endif
@@ -288,6 +385,12 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "cping: -d DEV is required\n");
 		return 2;
 	}
+#ifdef CPING_PERFTEST_LOOP
+	if (!signal_all) {
+		fprintf(stderr, "cping: this build (-DCPING_PERFTEST_LOOP) runs perftest's loop: -S is required\n");
+		return 2;
+	}
+#endif
 	if (signal_all && iters < 2) {
 		fprintf(stderr, "cping: -S -n %ld: want at least 2 round trips (the cycle sample spans two posts)\n", iters);
 		return 2;
@@ -402,6 +505,46 @@ int main(int argc, char **argv) {
 	p.ctl.timeout_ns = timeout_ns;
 	rb_hist_init(&p.hist, 1, (int64_t)100 * 1000000000, 3);
 	rb_hist_init(&p.cycle, 1, (int64_t)100 * 1000000000, 3);
+#ifdef CPING_PERFTEST_LOOP
+	static struct ibv_send_wr wa;
+	static struct ibv_sge sa;
+	static volatile int32_t stop;
+	write_wr(&wa, &sa, &a, &pub_b, size);
+	uint64_t *stamps = calloc((size_t)iters, sizeof *stamps);
+	if (!stamps)
+		die("stamps", ENOMEM);
+	struct pt_side pa_ = {.qp = a.qp, .cq = a.cq, .wr = &wa, .in = a.buf + SLOT + size - 1, .out = a.buf + size - 1,
+			      .iters = iters, .cpu = cpu_a, .stamps = stamps, .stop = &stop, .timeout_ns = timeout_ns};
+	struct pt_side pb_ = {.qp = b.qp, .cq = b.cq, .wr = &s->wr, .in = s->in_last, .out = s->out_last,
+			      .iters = iters, .passive = 1, .cpu = cpu_b, .stop = &stop, .timeout_ns = timeout_ns};
+	uint64_t c0 = __rdtsc();
+	int64_t n0 = rb_clock_ns();
+	pthread_t pth;
+	if ((rc = pthread_create(&pth, NULL, pt_loop, &pb_)))
+		die("pthread_create", rc);
+	long p0 = preemptions();
+	pt_loop(&pa_);
+	long preempted = preemptions() - p0; // the requester's only: pt_loop pins the calling thread
+	pthread_join(pth, NULL);
+	double per_ns = (double)(__rdtsc() - c0) / (double)(rb_clock_ns() - n0);
+	if (pa_.status || pb_.status) {
+		fprintf(stderr, "cping: perftest-shaped loop failed: requester %d, passive side %d (1 stopped, 2 deadline, 3 post, 4 completion)\n",
+			pa_.status, pb_.status);
+		return 1;
+	}
+	// The samples as perftest's: tposted[i+1] − tposted[i], halved.
+	for (long i = 0; i + 1 < iters; i++) {
+		int64_t ns = (int64_t)((double)(stamps[i + 1] - stamps[i]) / per_ns / 2);
+		rb_hist_add(&p.cycle, ns);
+	}
+	p.ctl.t_first = n0;
+	p.ctl.t_last = n0 + (int64_t)((double)(stamps[iters - 1] - c0) / per_ns);
+	free(stamps);
+	int st = RB_OK;
+	sv.status = RB_OK;
+	const int64_t own_samples = 0; // this build has no post → answer sample
+#else
+	const int64_t own_samples = iters;
 	p.cq = a.cq;
 	p.qp = a.qp;
 	write_wr(&p.wr, &p.sge, &a, &pub_b, size);
@@ -440,6 +583,7 @@ int main(int argc, char **argv) {
 	s->ctl.stop = 1;
 	pthread_join(th, NULL);
 #endif
+#endif
 	// The serve loop ends stopped (the flag) unless it failed first.
 	if (sv.status != RB_OK && sv.status != RB_STOPPED) {
 		fprintf(stderr, "cping: serve loop ended with status %d (waiting %d, err %d)\n", sv.status, s->ctl.waiting, s->ctl.err);
@@ -449,7 +593,7 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "cping: ping loop ended with status %d (waiting %d, err %d)\n", st, p.ctl.waiting, p.ctl.err);
 		return 1;
 	}
-	if (p.hist.total != iters || p.cycle.total != iters - 1) {
+	if (p.hist.total != own_samples || p.cycle.total != iters - 1) {
 		fprintf(stderr, "cping: %lld samples and %lld cycle samples for %ld round trips\n", (long long)p.hist.total,
 			(long long)p.cycle.total, iters);
 		return 1;

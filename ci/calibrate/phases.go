@@ -1,0 +1,337 @@
+package main
+
+// calibrate -phases DIR: the phases of a ping-pong (issue #27,
+// docs/performance.md "Phases"). On rxe under TCG a latency run's
+// samples do not scatter around one value: the loop sits at one of a few
+// levels (write_lat 8 B: about 11, 17 and 21 µs per half round trip) for
+// hundreds to thousands of iterations, then jumps to another, in
+// perftest's runs as in ours. A run's p50 is then whichever level holds
+// its middle sample, and two tools' p50s differ by what share of their
+// run each level got as much as by the levels themselves. -phases
+// separates the two: it splits every run's samples at the given bounds
+// and prints, per tool, each phase's share of the samples and its level
+// (the median of the samples in it), and, against perftest in the same
+// round, the ratio of each level and of the p50s.
+//
+// DIR holds one file per run, named TOOL.ROUND.txt (make calibrate-phases
+// writes them): TOOL perftest is perftest's client output with -U (every
+// sample, "#, usec" then "i, value" lines, halved as perftest halves
+// them); any other TOOL is a cping -S output, read from its cycle
+// histogram (perftest's sample, halved alike). Every value is in µs.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// phasePerftest is the tool name of perftest's files in a -phases
+// directory.
+const phasePerftest = "perftest"
+
+// minPhaseShare is the least share of a run's samples a phase needs for
+// its level to count in that run.
+const minPhaseShare = 0.05
+
+// weighted is one value (µs) with its count.
+type weighted struct {
+	v float64
+	n int64
+}
+
+// dist is a run's samples, ascending.
+type dist struct {
+	s     []weighted
+	total int64
+}
+
+func newDist(s []weighted) dist {
+	slices.SortFunc(s, func(a, b weighted) int {
+		switch {
+		case a.v < b.v:
+			return -1
+		case a.v > b.v:
+			return 1
+		}
+		return 0
+	})
+	d := dist{s: s}
+	for _, w := range s {
+		d.total += w.n
+	}
+	return d
+}
+
+// quantile is the value of rank ceil(q·total) (1-based), q in (0, 1].
+func (d dist) quantile(q float64) float64 {
+	return quantileOf(d.s, int64(math.Ceil(q*float64(d.total))))
+}
+
+func quantileOf(s []weighted, rank int64) float64 {
+	if rank < 1 {
+		rank = 1
+	}
+	var seen int64
+	for _, w := range s {
+		if seen += w.n; seen >= rank {
+			return w.v
+		}
+	}
+	return math.NaN()
+}
+
+// phase returns the share of d's samples in [lo, hi) and their median
+// (NaN when none).
+func (d dist) phase(lo, hi float64) (share, level float64) {
+	var in []weighted
+	var n int64
+	for _, w := range d.s {
+		if w.v >= lo && w.v < hi {
+			in = append(in, w)
+			n += w.n
+		}
+	}
+	if n == 0 {
+		return 0, math.NaN()
+	}
+	return float64(n) / float64(d.total), quantileOf(in, (n+1)/2)
+}
+
+// readPerftestSamples reads perftest -U's every sample (µs).
+func readPerftestSamples(r io.Reader) (dist, error) {
+	sc := bufio.NewScanner(r)
+	var s []weighted
+	in := false
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "#, usec" {
+			in = true
+			continue
+		}
+		if !in {
+			continue
+		}
+		i, v, ok := strings.Cut(line, ", ")
+		if !ok {
+			if len(s) > 0 {
+				break
+			}
+			continue
+		}
+		if _, err := strconv.Atoi(i); err != nil {
+			break
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+			return dist{}, fmt.Errorf("perftest sample line %q: want \"i, µs\"", line)
+		}
+		s = append(s, weighted{x, 1})
+	}
+	if err := sc.Err(); err != nil {
+		return dist{}, err
+	}
+	if len(s) == 0 {
+		return dist{}, fmt.Errorf("no samples: want perftest's -U output (\"#, usec\" then one \"i, µs\" line per sample)")
+	}
+	return newDist(s), nil
+}
+
+// readControlDist reads a cping -S output's cycle histogram (µs).
+func readControlDist(r io.Reader) (dist, error) {
+	h, err := controlHist(r, true)
+	if err != nil {
+		return dist{}, err
+	}
+	var s []weighted
+	for _, b := range h.Distribution() {
+		if b.Count > 0 {
+			s = append(s, weighted{float64(b.To) / 1000, b.Count})
+		}
+	}
+	return newDist(s), nil
+}
+
+// phaseRuns are a -phases directory's runs: per tool, per round.
+type phaseRuns struct {
+	tools  []string // perftest first, then the others sorted
+	rounds []int    // ascending
+	runs   map[string]map[int]dist
+}
+
+// loadPhases reads every TOOL.ROUND.txt in dir.
+func loadPhases(dir string) (*phaseRuns, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
+	if err != nil {
+		return nil, err
+	}
+	pr := &phaseRuns{runs: map[string]map[int]dist{}}
+	rounds := map[int]bool{}
+	for _, f := range files {
+		base := strings.TrimSuffix(filepath.Base(f), ".txt")
+		dot := strings.LastIndexByte(base, '.')
+		round, err := strconv.Atoi(base[dot+1:])
+		if dot <= 0 || err != nil || round < 0 {
+			return nil, fmt.Errorf("%s: want a name TOOL.ROUND.txt (ROUND a number ≥ 0)", f)
+		}
+		tool := base[:dot]
+		fh, err := os.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		var d dist
+		if tool == phasePerftest {
+			d, err = readPerftestSamples(fh)
+		} else {
+			d, err = readControlDist(fh)
+		}
+		fh.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if pr.runs[tool] == nil {
+			pr.runs[tool] = map[int]dist{}
+			pr.tools = append(pr.tools, tool)
+		}
+		pr.runs[tool][round] = d
+		rounds[round] = true
+	}
+	if pr.runs[phasePerftest] == nil {
+		return nil, fmt.Errorf("%s: no %s.ROUND.txt files (perftest -U outputs)", dir, phasePerftest)
+	}
+	slices.SortFunc(pr.tools, func(a, b string) int {
+		switch {
+		case a == b:
+			return 0
+		case a == phasePerftest:
+			return -1
+		case b == phasePerftest:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	for r := range rounds {
+		pr.rounds = append(pr.rounds, r)
+	}
+	slices.Sort(pr.rounds)
+	return pr, nil
+}
+
+// parseBounds reads -phase-bounds: ascending values in µs, > 0.
+func parseBounds(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v <= 0 || math.IsInf(v, 0) || (len(out) > 0 && v <= out[len(out)-1]) {
+			return nil, fmt.Errorf("-phase-bounds %q: want ascending values in µs above 0, separated by commas (e.g. 14,19), not %q", s, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// printPhases writes the phase table of pr, split at bounds (µs).
+func printPhases(w io.Writer, pr *phaseRuns, bounds []float64) {
+	edges := append(append([]float64{0}, bounds...), math.Inf(1))
+	name := func(i int) string {
+		if i == len(edges)-2 {
+			return fmt.Sprintf("≥ %g µs", edges[i])
+		}
+		return fmt.Sprintf("%g–%g µs", edges[i], edges[i+1])
+	}
+	fmt.Fprintf(w, "%d rounds; per phase: share of the samples (mean over runs ± its standard error), level = median of the runs' medians in it (runs with ≥ %.0f%% there)\n",
+		len(pr.rounds), minPhaseShare*100)
+	for _, tool := range pr.tools {
+		runs := pr.runs[tool]
+		var cells []string
+		var p50s []float64
+		for i := 0; i < len(edges)-1; i++ {
+			var shares, levels []float64
+			for _, r := range pr.rounds {
+				d, ok := runs[r]
+				if !ok {
+					continue
+				}
+				sh, lv := d.phase(edges[i], edges[i+1])
+				shares = append(shares, sh)
+				if sh >= minPhaseShare {
+					levels = append(levels, lv)
+				}
+			}
+			m, se := meanSE(shares)
+			lv := "—"
+			if len(levels) > 0 {
+				lv = fmt.Sprintf("%.2f µs (%d)", median(levels), len(levels))
+			}
+			cells = append(cells, fmt.Sprintf("%s: %.2f ± %.2f, %s", name(i), m, se, lv))
+		}
+		for _, r := range pr.rounds {
+			if d, ok := runs[r]; ok {
+				p50s = append(p50s, d.quantile(0.5))
+			}
+		}
+		fmt.Fprintf(w, "  %-12s %2d runs  %s; p50 median of runs %.2f µs\n", tool, len(p50s), strings.Join(cells, "; "), median(p50s))
+	}
+	base := pr.runs[phasePerftest]
+	for _, tool := range pr.tools[1:] {
+		var cells []string
+		for i := 0; i < len(edges)-1; i++ {
+			var ratios []float64
+			for _, r := range pr.rounds {
+				a, okA := base[r]
+				b, okB := pr.runs[tool][r]
+				if !okA || !okB {
+					continue
+				}
+				sa, la := a.phase(edges[i], edges[i+1])
+				sb, lb := b.phase(edges[i], edges[i+1])
+				if sa >= minPhaseShare && sb >= minPhaseShare {
+					ratios = append(ratios, lb/la)
+				}
+			}
+			cells = append(cells, fmt.Sprintf("%s %s", name(i), ratioSpread(ratios)))
+		}
+		var p50 []float64
+		for _, r := range pr.rounds {
+			a, okA := base[r]
+			b, okB := pr.runs[tool][r]
+			if okA && okB {
+				p50 = append(p50, b.quantile(0.5)/a.quantile(0.5))
+			}
+		}
+		fmt.Fprintf(w, "  %s / perftest, same round: levels %s; p50 %s\n", tool, strings.Join(cells, ", "), ratioSpread(p50))
+	}
+}
+
+// ratioSpread is "median (n, min–max)" of v, or "— (0)".
+func ratioSpread(v []float64) string {
+	if len(v) == 0 {
+		return "— (0)"
+	}
+	return fmt.Sprintf("%.3f (%d, %.2f–%.2f)", median(v), len(v), slices.Min(v), slices.Max(v))
+}
+
+// meanSE is v's mean and the standard error of that mean (0 for fewer
+// than 2 values).
+func meanSE(v []float64) (mean, se float64) {
+	if len(v) == 0 {
+		return math.NaN(), 0
+	}
+	for _, x := range v {
+		mean += x
+	}
+	mean /= float64(len(v))
+	if len(v) < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range v {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss/float64(len(v)-1)) / math.Sqrt(float64(len(v)))
+}
