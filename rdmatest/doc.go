@@ -147,7 +147,8 @@
 //     run): perftest's sample, from just before one measured post to
 //     just before the next (b.N−1 samples), so the whole iteration:
 //     the answer, then the work until the next post (reposts, waiting
-//     for send completions, the histogram's add, any stall), halved
+//     for send completions, any stall; the histogram's adds are done
+//     after the next post, while its message is in flight), halved
 //     like the samples above. Same histogram and quantile rule as p50-ns.
 //   - Signaling (latency runs): by default one WR in half the send queue
 //     is signaled and receives are reposted in batches of 32, between
@@ -155,8 +156,9 @@
 //     sample is the latency an operation experiences. -rdma.signal-all
 //     (Spec.SignalAll) does perftest's latency work instead (its latency
 //     tests force tx_depth 1, so cq_mod 1): every WR signaled and its
-//     completion awaited in its iteration, a receive reposted after every
-//     message, on both sides; that work is in the cycle samples. make
+//     completion awaited right after its post (perftest's order, before
+//     the answer), a receive reposted after every message, on both
+//     sides; that work is in the cycle samples. make
 //     calibrate compares cycle-p50-ns under -rdma.signal-all
 //     -rdma.warmup 0 with perftest (docs/performance.md).
 //   - Round-trip latency (RDMA READ, atomics): from just before the post

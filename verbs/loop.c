@@ -289,6 +289,11 @@ int rb_run_ping(rb_ping *p) {
 	}
 	uint64_t base = p->base + p->done_before;
 	int64_t t_prev = 0; // the previous iteration's post (the cycle sample's start)
+	// An iteration's samples are added to the histograms after the next
+	// post, while that message is in flight, not between seeing an
+	// answer and the next post (where perftest does nothing but stamp
+	// its clock); -1: none pending.
+	int64_t pend = -1, pend_cycle = -1;
 	for (int64_t i = -p->warmup; i < p->iters; i++) {
 		uint64_t k = (uint64_t)(i + p->warmup); // operations of this run before this one
 		if (c->stop)
@@ -323,8 +328,25 @@ int rb_run_ping(rb_ping *p) {
 		p->posted++;
 		if (i == 0)
 			c->t_first = t0;
+		if (pend >= 0) {
+			rb_hist_add(&p->hist, pend);
+			pend = -1;
+		}
+		if (pend_cycle >= 0) {
+			rb_hist_add(&p->cycle, pend_cycle);
+			pend_cycle = -1;
+		}
+		int64_t t1 = 0; // the answer seen
 		switch (p->mode) {
 		case RB_PING_WRITE:
+			// perftest's order (signal_all): its own completion first,
+			// while the answer is on its way, then the answer.
+			while (p->signal_all && p->covered < p->posted) {
+				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, 0, RB_WAIT_SEND,
+						     (int64_t)(p->posted - p->covered));
+				if (got < 0 || rb_take(c, wc, got, &p->covered, p->rq, 1) < 0)
+					return c->status;
+			}
 			for (unsigned spins = 1; *p->in_last != p->v; spins++) {
 				if (c->stop)
 					return rb_fail(c, RB_STOPPED);
@@ -333,12 +355,21 @@ int rb_run_ping(rb_ping *p) {
 			}
 			break;
 		case RB_PING_RECV:
-			for (int answered = 0; !answered;) {
-				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, t0, what, (int64_t)(p->posted - p->covered));
+			// With signal_all, the WR's own completion too, whichever
+			// comes first (one CQ): perftest polls it right after the
+			// post, before it waits for the answer.
+			for (int answered = 0; !answered || (p->signal_all && p->covered < p->posted);) {
+				int got = answered ? rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, 0, RB_WAIT_SEND,
+								(int64_t)(p->posted - p->covered))
+						   : rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, t0, what,
+								(int64_t)(p->posted - p->covered));
 				int recvs = got < 0 ? -1 : rb_take(c, wc, got, &p->covered, p->rq, 1);
 				if (recvs < 0)
 					return c->status;
-				answered = recvs > 0;
+				if (!answered && recvs > 0) {
+					answered = 1;
+					t1 = rb_clock_ns();
+				}
 			}
 			break;
 		default:
@@ -348,7 +379,8 @@ int rb_run_ping(rb_ping *p) {
 					return c->status;
 			}
 		}
-		int64_t t1 = rb_clock_ns();
+		if (t1 == 0)
+			t1 = rb_clock_ns();
 #ifdef RB_SLOW
 		// The self-check build answers every round trip slower, inside
 		// the sample: samples, ns/op and msgs/s all move by the factor.
@@ -357,25 +389,18 @@ int rb_run_ping(rb_ping *p) {
 #endif
 		p->done_before++;
 		if (i >= 0) {
-			rb_hist_add(&p->hist, p->halve ? (t1 - t0) / 2 : t1 - t0);
+			pend = p->halve ? (t1 - t0) / 2 : t1 - t0;
 			// perftest's sample: from the previous post to this one,
 			// the whole previous iteration (iters - 1 of them a run).
 			if (i >= 1)
-				rb_hist_add(&p->cycle, p->halve ? (t0 - t_prev) / 2 : t0 - t_prev);
+				pend_cycle = p->halve ? (t0 - t_prev) / 2 : t0 - t_prev;
 			c->ops++;
 			c->t_last = t1;
 		}
 		t_prev = t0;
-		if (p->signal_all && p->mode != RB_PING_ROUND) {
-			// perftest's latency work (tx_depth 1, so cq_mod 1): this
-			// WR's own completion is awaited in its iteration.
-			while (p->covered < p->posted) {
-				int got = rb_wait_cq(c, p->cq, p->ch, wc, RB_POLL_BATCH, 0, RB_WAIT_SEND,
-						     (int64_t)(p->posted - p->covered));
-				if (got < 0 || rb_take(c, wc, got, &p->covered, p->rq, 1) < 0)
-					return c->status;
-			}
-		}
+		// With signal_all (perftest's latency work: tx_depth 1, so
+		// cq_mod 1) this WR's own completion was awaited above, in
+		// perftest's order: right after the post, before the answer.
 		// Reposting receives is kept out of our samples: it is done
 		// here, between two round trips, once half a batch is consumed
 		// (every message with signal_all, as perftest does), so the
@@ -394,6 +419,10 @@ int rb_run_ping(rb_ping *p) {
 				if (c->stop)
 					return rb_fail(c, RB_STOPPED);
 	}
+	if (pend >= 0)
+		rb_hist_add(&p->hist, pend);
+	if (pend_cycle >= 0)
+		rb_hist_add(&p->cycle, pend_cycle);
 	return RB_OK;
 }
 

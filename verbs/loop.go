@@ -264,11 +264,19 @@ type PingConfig struct {
 	Gap time.Duration
 	// SignalAll is perftest's latency work (its latency tests run with
 	// tx_depth 1, which forces cq_mod 1): every WR is signaled and each
-	// iteration waits for its own send completion after the answer, and
-	// PingRecv reposts its receive after every message instead of once
-	// half a batch is consumed. Both happen after the answer is seen,
-	// outside the post → answer sample and inside the cycle sample.
+	// iteration waits for its own send completion right after the post,
+	// before the answer (perftest's order), and PingRecv reposts its
+	// receive after every message instead of once half a batch is
+	// consumed, after the answer. The completion's wait is inside the
+	// post → answer sample (on rxe and on a NIC the completion comes
+	// first, so it costs a poll), the repost inside the cycle sample only.
 	// PingRound always signals and awaits every WR.
+	//
+	// In every mode an iteration's samples enter the histograms after the
+	// next post, while that message is in flight, so nothing but the
+	// clock read lies between seeing an answer and the next post.
+	// (make calibrate-phases measured why that matters on rxe:
+	// docs/performance.md, "Phases".)
 	SignalAll bool
 	Timeout   time.Duration
 	// Hist is the geometry of both histograms: the samples (post →

@@ -544,9 +544,9 @@ func (l *Loop) Counts(dst []int64) error {
 
 // CycleCounts copies a ping loop's cycle histogram into dst (CountsLen
 // long): perftest's latency sample, from one measured post to the next
-// (the whole iteration: post, answer, the WR's completion with
-// SignalAll, reposts, the histogram's add, any stall between), halved
-// like the samples; a run of n operations records n-1 cycles.
+// (the whole iteration: post, the WR's completion with SignalAll, the
+// answer, reposts, any stall between), halved like the samples; a run of
+// n operations records n-1 cycles.
 func (l *Loop) CycleCounts(dst []int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
