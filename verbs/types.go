@@ -466,6 +466,22 @@ func (o Opcode) String() string {
 
 func (o Opcode) isAtomic() bool { return o == OpFetchAdd || o == OpCmpSwap }
 
+// RemoteAccess is the access a WR of this opcode needs to its target's
+// memory region: remote write for RDMA_WRITE (with or without
+// immediate), remote read for RDMA_READ, remote atomic for the atomics,
+// none for SEND (its receiver's own receive buffers take the data).
+func (o Opcode) RemoteAccess() Access {
+	switch o {
+	case OpWrite, OpWriteImm:
+		return AccessRemoteWrite
+	case OpRead:
+		return AccessRemoteRead
+	case OpFetchAdd, OpCmpSwap:
+		return AccessRemoteAtomic
+	}
+	return 0
+}
+
 // SendFlags are send work request flags.
 type SendFlags uint8
 

@@ -68,6 +68,23 @@ func TestStringers(t *testing.T) {
 	}
 }
 
+func TestOpcodeRemoteAccess(t *testing.T) {
+	for _, tc := range []struct {
+		op   Opcode
+		want Access
+	}{
+		{OpSend, 0},
+		{OpSendImm, 0},
+		{OpWrite, AccessRemoteWrite},
+		{OpWriteImm, AccessRemoteWrite},
+		{OpRead, AccessRemoteRead},
+		{OpFetchAdd, AccessRemoteAtomic},
+		{OpCmpSwap, AccessRemoteAtomic},
+	} {
+		assert.Equal(t, tc.want, tc.op.RemoteAccess(), tc.op.String())
+	}
+}
+
 func TestFlagValuesMatchIBV(t *testing.T) {
 	// IBV_ACCESS_* and IBV_WC_* values from verbs.h.
 	assert.Equal(t, Access(1), AccessLocalWrite)

@@ -17,16 +17,7 @@ import (
 // READ, remote atomic for atomics, none beyond local write for SEND. A
 // peer serving remote clients exposes nothing more.
 func PassiveAccess(op verbs.Opcode) verbs.Access {
-	a := verbs.AccessLocalWrite
-	switch op {
-	case verbs.OpWrite, verbs.OpWriteImm:
-		a |= verbs.AccessRemoteWrite
-	case verbs.OpRead:
-		a |= verbs.AccessRemoteRead
-	case verbs.OpFetchAdd, verbs.OpCmpSwap:
-		a |= verbs.AccessRemoteAtomic
-	}
-	return a
+	return verbs.AccessLocalWrite | op.RemoteAccess()
 }
 
 // Passive is the passive side of one scenario, made for a remote client
@@ -194,8 +185,14 @@ func (p *Passive) Start() error {
 	if !ok {
 		return fmt.Errorf("rdmatest: unknown passive role %q", p.role)
 	}
+	return p.run(func(cpu int) (*responder, error) { return startServe(cfg, cpu) })
+}
+
+// run starts the role's loop with start on a CPU taken for it, given
+// back when the loop does not start.
+func (p *Passive) run(start func(cpu int) (*responder, error)) error {
 	p.cpu = p.dev.cpus.Take()
-	resp, err := startServe(cfg, p.cpu)
+	resp, err := start(p.cpu)
 	if err != nil {
 		cpus.Give(p.cpu)
 		p.cpu = -1
@@ -217,15 +214,7 @@ func (p *Passive) startProgram() error {
 	if err != nil {
 		return fmt.Errorf("rdmatest: side B's program: %w", err)
 	}
-	p.cpu = p.dev.cpus.Take()
-	resp, err := startProgram(l, p.cpu, p.timeout)
-	if err != nil {
-		cpus.Give(p.cpu)
-		p.cpu = -1
-		return err
-	}
-	p.resp = resp
-	return nil
+	return p.run(func(cpu int) (*responder, error) { return startProgram(l, cpu, p.timeout) })
 }
 
 // CPU is the CPU the role's loop is pinned to while it runs, or -1: not

@@ -139,14 +139,7 @@ func (s *Spec) RemoteAccess() verbs.Access {
 	var a verbs.Access
 	for i := range s.Steps {
 		for _, w := range s.Steps[i].WRs {
-			switch w.Op {
-			case verbs.OpWrite, verbs.OpWriteImm:
-				a |= verbs.AccessRemoteWrite
-			case verbs.OpRead:
-				a |= verbs.AccessRemoteRead
-			case verbs.OpFetchAdd, verbs.OpCmpSwap:
-				a |= verbs.AccessRemoteAtomic
-			}
+			a |= w.Op.RemoteAccess()
 		}
 	}
 	return a
