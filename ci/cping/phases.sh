@@ -1,8 +1,10 @@
 #!/bin/bash
 # phases.sh DIR ROUNDS CONTROL...: make calibrate-phases' rotation, run in
 # the guest (issue #27, docs/performance.md "Phases"). Each round runs
-# ib_write_lat -s 8 -I 0 -U (every sample) and then each CONTROL (cping
-# builds) with -S, 5000 round trips each, requester on CPU 0 and passive
+# ib_write_lat -s 8 -I 0 -U (every sample) and each CONTROL (cping
+# builds) with -S, in an order that rotates from round to round (round r
+# starts with the r-th of them, as make calibrate's pairs), 5000 round
+# trips each, requester on CPU 0 and passive
 # side on CPU 1 as make calibrate pins them, and keeps every output as
 # DIR/<tool>.<round>.txt for calibrate -phases. The device is the first
 # RDMA device (RDMA_DEV to choose), the GID the first IPv4-mapped one.
@@ -17,21 +19,29 @@ for f in /sys/class/infiniband/$dev/ports/1/gids/*; do
 done
 [ -n "$gid" ] || { echo "phases.sh: $dev port 1 has no IPv4-mapped GID" >&2; exit 1; }
 n=5000
-for r in $(seq 1 "$rounds"); do
+perftest() { # round
 	timeout 120 taskset -c 1 ib_write_lat -d "$dev" -x "$gid" -F -n $n -s 8 -I 0 > "$dir/server.txt" 2>&1 &
-	srv=$!
-	ok=
+	local srv=$! ok=
 	for try in 1 2 3 4 5 6 7 8 9 10; do
 		sleep 0.3
-		if timeout 120 taskset -c 0 ib_write_lat -d "$dev" -x "$gid" -F -n $n -s 8 -I 0 -U 127.0.0.1 > "$dir/perftest.$r.txt" 2>&1; then
+		if timeout 120 taskset -c 0 ib_write_lat -d "$dev" -x "$gid" -F -n $n -s 8 -I 0 -U 127.0.0.1 > "$dir/perftest.$1.txt" 2>&1; then
 			ok=1
 			break
 		fi
 	done
 	wait $srv || true
-	[ -n "$ok" ] || { echo "phases.sh: round $r: ib_write_lat failed:" >&2; cat "$dir/perftest.$r.txt" >&2; exit 1; }
-	for c in "$@"; do
-		timeout 120 "$c" -d "$dev" -i 1 -x "$gid" -s 8 -n $n -a 0 -b 1 -S > "$dir/$(basename "$c").$r.txt"
+	[ -n "$ok" ] || { echo "phases.sh: round $1: ib_write_lat failed:" >&2; cat "$dir/perftest.$1.txt" >&2; exit 1; }
+}
+contestants=(perftest "$@")
+for r in $(seq 1 "$rounds"); do
+	k=${#contestants[@]}
+	for ((j = 0; j < k; j++)); do
+		c=${contestants[(r - 1 + j) % k]}
+		if [ "$c" = perftest ]; then
+			perftest "$r"
+		else
+			timeout 120 "$c" -d "$dev" -i 1 -x "$gid" -s 8 -n $n -a 0 -b 1 -S > "$dir/$(basename "$c").$r.txt"
+		fi
 	done
 done
 rm -f "$dir/server.txt"
