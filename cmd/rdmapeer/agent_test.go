@@ -20,11 +20,12 @@ import (
 // the run's number, after block (if set) is closed; failAt makes that
 // run (1-based) fail.
 type fakeMeasurer struct {
-	mu     sync.Mutex
-	runs   int
-	addrs  []string
-	block  chan struct{}
-	failAt int
+	mu      sync.Mutex
+	runs    int
+	addrs   []string
+	block   chan struct{}
+	started chan struct{} // when set: signaled as a run begins (its agent is busy by then)
+	failAt  int
 }
 
 func (f *fakeMeasurer) facts(node string) ([]string, error) {
@@ -42,6 +43,12 @@ func (f *fakeMeasurer) check(scenario string) (int64, error) {
 }
 
 func (f *fakeMeasurer) run(ctx context.Context, addr, scenario string, iters int) (*oob.RunResult, error) {
+	if f.started != nil {
+		select {
+		case f.started <- struct{}{}:
+		default:
+		}
+	}
 	if f.block != nil {
 		select {
 		case <-f.block:
@@ -166,7 +173,7 @@ func TestAgentOnlyWithFlag(t *testing.T) {
 // TestAgentOneRunAtATime: a second Run while one runs is refused as
 // busy; the first completes.
 func TestAgentOneRunAtATime(t *testing.T) {
-	m := &fakeMeasurer{block: make(chan struct{})}
+	m := &fakeMeasurer{block: make(chan struct{}), started: make(chan struct{}, 1)}
 	addr, _ := startAgentServer(t, m, time.Minute)
 	first := make(chan error, 1)
 	go func() {
@@ -185,6 +192,13 @@ func TestAgentOneRunAtATime(t *testing.T) {
 		first <- oob.Decode(c, oob.MsgRunResult, &r)
 	}()
 	require.NoError(t, <-first)
+	// The second Run only once the first is running: sent sooner, it
+	// could be served first and block in the measurer.
+	select {
+	case <-m.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first Run never started")
+	}
 	require.Eventually(t, func() bool {
 		_, _, err := agentCall(t, addr, oob.MsgRun, &oob.Run{Dst: "node3", Scenario: "WriteBW", Runs: 1, Iters: 1})
 		var pe *oob.PeerError
