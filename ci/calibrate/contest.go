@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -72,6 +73,15 @@ func measures(k kind, f figure) bool {
 type spread struct {
 	median, min, max float64
 	ok               bool
+}
+
+// band is s's min–max as "0.97–1.06" (two decimals), or "—" when s is
+// not ok.
+func (s spread) band() string {
+	if !s.ok {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f–%.2f", s.min, s.max)
 }
 
 // spreadOf summarises q (any order; nil: not ok).

@@ -279,30 +279,26 @@ func printPhases(w io.Writer, pr *phaseRuns, bounds []float64) {
 	}
 	base := pr.runs[phasePerftest]
 	for _, tool := range pr.tools[1:] {
-		var cells []string
-		for i := 0; i < len(edges)-1; i++ {
-			var ratios []float64
-			for _, r := range pr.rounds {
-				a, okA := base[r]
-				b, okB := pr.runs[tool][r]
-				if !okA || !okB {
-					continue
-				}
-				sa, la := a.phase(edges[i], edges[i+1])
-				sb, lb := b.phase(edges[i], edges[i+1])
-				if sa >= minPhaseShare && sb >= minPhaseShare {
-					ratios = append(ratios, lb/la)
-				}
-			}
-			cells = append(cells, fmt.Sprintf("%s %s", name(i), ratioSpread(ratios)))
-		}
+		levels := make([][]float64, len(edges)-1) // per phase, one ratio per round where both had it
 		var p50 []float64
 		for _, r := range pr.rounds {
 			a, okA := base[r]
 			b, okB := pr.runs[tool][r]
-			if okA && okB {
-				p50 = append(p50, b.quantile(0.5)/a.quantile(0.5))
+			if !okA || !okB {
+				continue
 			}
+			p50 = append(p50, b.quantile(0.5)/a.quantile(0.5))
+			for i := range levels {
+				sa, la := a.phase(edges[i], edges[i+1])
+				sb, lb := b.phase(edges[i], edges[i+1])
+				if sa >= minPhaseShare && sb >= minPhaseShare {
+					levels[i] = append(levels[i], lb/la)
+				}
+			}
+		}
+		var cells []string
+		for i, ratios := range levels {
+			cells = append(cells, fmt.Sprintf("%s %s", name(i), ratioSpread(ratios)))
 		}
 		fmt.Fprintf(w, "  %s / perftest, same round: levels %s; p50 %s\n", tool, strings.Join(cells, ", "), ratioSpread(p50))
 	}
@@ -310,10 +306,11 @@ func printPhases(w io.Writer, pr *phaseRuns, bounds []float64) {
 
 // ratioSpread is "median (n, min–max)" of v, or "— (0)".
 func ratioSpread(v []float64) string {
-	if len(v) == 0 {
+	sp := spreadOf(v)
+	if !sp.ok {
 		return "— (0)"
 	}
-	return fmt.Sprintf("%.3f (%d, %.2f–%.2f)", median(v), len(v), slices.Min(v), slices.Max(v))
+	return fmt.Sprintf("%.3f (%d, %s)", sp.median, len(v), sp.band())
 }
 
 // meanSE is v's mean and the standard error of that mean (0 for fewer

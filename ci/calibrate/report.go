@@ -42,12 +42,6 @@ func (r row) cells(calibrations string) []string {
 		}
 		return fmt.Sprintf("%.2f", v)
 	}
-	band := func(s spread) string {
-		if !s.ok {
-			return "—"
-		}
-		return fmt.Sprintf("%.2f–%.2f", s.min, s.max)
-	}
 	med, verdict := "—", "—"
 	if r.like.ok {
 		med = ratio(r.like.median)
@@ -58,8 +52,8 @@ func (r row) cells(calibrations string) []string {
 			}
 		}
 	}
-	out := []string{r.scenario, r.figure, val(r.perftest), val(r.rdmabench), med, band(r.like),
-		band(r.perftestAA), band(r.oursAA), ratio(r.own)}
+	out := []string{r.scenario, r.figure, val(r.perftest), val(r.rdmabench), med, r.like.band(),
+		r.perftestAA.band(), r.oursAA.band(), ratio(r.own)}
 	if calibrations != "" {
 		out = append(out, calibrations)
 	}

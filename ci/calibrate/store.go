@@ -256,7 +256,7 @@ func pooledCells(like spread, perCalibration []float64) []string {
 			verdict = "inside"
 		}
 	}
-	return []string{fmt.Sprintf("%.2f–%.2f", pooledAA.min, pooledAA.max), verdict}
+	return []string{pooledAA.band(), verdict}
 }
 
 // renderHeader says how many calibrations the table comes from, their
