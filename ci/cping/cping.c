@@ -268,22 +268,29 @@ struct pt_side {
 	int status; // 0, or 1 stopped, 2 deadline, 3 post, 4 completion
 };
 
-// pt_spin waits for the peer's byte want; the deadline's clock starts at
-// the first check, 1024 spins in.
-static int pt_spin(struct pt_side *s, uint8_t want) {
-	int64_t since = 0;
-	for (unsigned spins = 1; *s->in != want; spins++) {
-		if (*s->stop)
-			return 1;
-		if (spins % 1024 == 0) {
-			int64_t now = rb_clock_ns();
-			if (since == 0)
-				since = now;
-			else if (now - since > s->timeout_ns)
-				return 2;
-		}
+// pt_late tells a wait of the perftest-shaped loop to end: 1 on the stop
+// flag, 2 past the deadline (its clock read every 1024 turns, starting
+// at the first such read: *since 0), else 0.
+static int pt_late(struct pt_side *s, unsigned turns, int64_t *since) {
+	if (*s->stop)
+		return 1;
+	if (turns % 1024 == 0) {
+		int64_t now = rb_clock_ns();
+		if (*since == 0)
+			*since = now;
+		else if (now - *since > s->timeout_ns)
+			return 2;
 	}
 	return 0;
+}
+
+// pt_spin waits for the peer's byte want.
+static int pt_spin(struct pt_side *s, uint8_t want) {
+	int64_t since = 0;
+	int late = 0;
+	for (unsigned spins = 1; *s->in != want && !late; spins++)
+		late = pt_late(s, spins, &since);
+	return late;
 }
 
 static void *pt_loop(void *arg) {
@@ -310,21 +317,9 @@ static void *pt_loop(void *arg) {
 		if (ccnt < s->iters) {
 			int ne;
 			int64_t since = 0;
-			for (unsigned polls = 1; (ne = ibv_poll_cq(s->cq, 1, &wc)) == 0; polls++) {
-				if (*s->stop) {
-					s->status = 1;
+			for (unsigned polls = 1; (ne = ibv_poll_cq(s->cq, 1, &wc)) == 0; polls++)
+				if ((s->status = pt_late(s, polls, &since)))
 					goto out;
-				}
-				if (polls % 1024 == 0) {
-					int64_t now = rb_clock_ns();
-					if (since == 0)
-						since = now;
-					else if (now - since > s->timeout_ns) {
-						s->status = 2;
-						goto out;
-					}
-				}
-			}
 			if (ne < 0 || wc.status != IBV_WC_SUCCESS) {
 				s->status = 4;
 				goto out;
