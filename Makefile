@@ -158,11 +158,13 @@ calibrate-phases: build
 	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/phases.sh .cache/phases $(PHASE_ROUNDS) .cache/bin/cping .cache/bin/cping-2p .cache/bin/cping-ptloop
 	go run ./ci/calibrate -phases .cache/phases
 
-# make calibration-table: the README's performance table, rendered from
-# every stored calibration (no device needed) between its markers in
-# README.md (a host test checks that it is).
+# make calibration-table: the README's performance summary and the full
+# table in docs/performance.md, rendered from every stored calibration
+# (no device needed) between their markers (a host test checks that they
+# are).
 calibration-table:
 	go run ./ci/calibrate -render docs/calibration -readme README.md
+	go run ./ci/calibrate -render docs/calibration -readme docs/performance.md
 
 # make progcost: the step interpreter's cost per operation (issue #28):
 # the hand-written WriteLat loops against the same ping-pong as two

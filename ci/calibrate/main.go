@@ -11,6 +11,7 @@
 //	go build -o .cache/bin/calibrate ./ci/calibrate
 //	.cache/rxevm -- .cache/bin/calibrate [flags] [-store docs/calibration -commit REV]
 //	calibrate -render docs/calibration [-markdown]   (no device: the table of every stored calibration)
+//	calibrate -render docs/calibration -readme FILE  (no device: the summary and the table into FILE's markers)
 //	calibrate -phases DIR [-phase-bounds 14,19]      (no device: the phases of a rotation's runs; make calibrate-phases)
 //
 // # Definitions
@@ -108,8 +109,20 @@
 // scenario and figure the median over calibrations of the like-for-like
 // ratio and its min–max over calibrations, the A/A bands pooled over
 // every pair of every calibration, the median own-definition ratio and
-// the number of calibrations, under a line naming their dates and
-// commits. RenderStored is the same as a function.
+// the number of calibrations and the ratio against perftest's A/A per
+// calibration (each calibration's median P2/P1), under a line naming
+// their dates and commits. RenderStored is the same as a function.
+//
+// The summary (RenderSummary; the README's) has one row per perftest
+// tool, merged over the tool's scenarios: per calibration the median of
+// every like-for-like per-pair ratio of the tool's headline figure (p50,
+// or the sender's bandwidth) and the median of perftest's P2/P1 over the
+// same pairs; per row the median and min–max of each over the
+// calibrations, and a verdict: inside when rdmabench's median lies
+// within perftest's A/A min–max, else OUTSIDE (none below 3
+// calibrations). -render DIR -readme FILE replaces the summary and the
+// table between their markers in FILE, whichever it holds (make
+// calibration-table: README.md and docs/performance.md).
 //
 // Exit status: 0 table printed (and stored); 1 a program failed or printed
 // no usable figure (the output is kept under -keep and named), or a
@@ -196,7 +209,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.store, "store", "", "directory to store this calibration in, as <UTC time>-<commit>.json and .txt (make calibrate passes docs/calibration); needs -commit")
 	fs.StringVar(&c.commit, "commit", "", "the commit measured, named in the stored file (make calibrate passes it)")
 	fs.StringVar(&c.render, "render", "", "print the table of every calibration stored in this directory and run nothing (no device needed)")
-	fs.StringVar(&c.readme, "readme", "", "with -render: replace the table between the calibration-table markers of this Markdown file (make calibration-table: README.md) instead of printing it")
+	fs.StringVar(&c.readme, "readme", "", "with -render: replace the summary and the table between their calibration-table markers in this Markdown file, whichever it holds (make calibration-table: README.md, docs/performance.md), instead of printing the table")
 	fs.StringVar(&c.phases, "phases", "", "print the phases of the runs in this directory (perftest.ROUND.txt: perftest -U; TOOL.ROUND.txt: cping -S; make calibrate-phases) and run nothing")
 	fs.StringVar(&c.bounds, "phase-bounds", "14,19", "with -phases: the bounds between phases, in µs of the halved sample, ascending")
 	if err := fs.Parse(args); err != nil {
@@ -221,10 +234,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if c.render != "" {
-		out, err := RenderStored(c.render, c.markdown || c.readme != "")
-		if err == nil && c.readme != "" {
-			err = replaceTableIn(c.readme, out)
-			out = fmt.Sprintf("calibrate: %s: the table rendered from %s\n", c.readme, c.render)
+		var out string
+		var err error
+		if c.readme != "" {
+			err = renderInto(c.readme, c.render)
+			out = fmt.Sprintf("calibrate: %s: rendered from %s\n", c.readme, c.render)
+		} else {
+			out, err = RenderStored(c.render, c.markdown)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "calibrate: -render: %v\n", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,17 +10,57 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestREADMETableIsRendered: the README's table is rendered from every
-// stored calibration, never picked or edited: a calibration stored
-// without rendering the table again, or a hand-edited number, fails.
+// TestREADMETableIsRendered: the README's summary and docs/performance.md's
+// full table are rendered from every stored calibration, never picked or
+// edited: a calibration stored without rendering them again, or a
+// hand-edited number, fails.
 func TestREADMETableIsRendered(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
-	got, err := tableIn(string(readme))
+	got, err := blockIn(string(readme), summaryBegin, summaryEnd)
 	require.NoError(t, err, "README.md")
-	want, err := RenderStored("../../docs/calibration", true)
+	want, err := RenderSummary("../../docs/calibration")
 	require.NoError(t, err)
-	assert.Equal(t, want, got, "README.md's table is not what `make calibration-table` renders from docs/calibration now: run it")
+	assert.Equal(t, want, got, "README.md's summary is not what `make calibration-table` renders from docs/calibration now: run it")
+
+	perf, err := os.ReadFile("../../docs/performance.md")
+	require.NoError(t, err)
+	got, err = tableIn(string(perf))
+	require.NoError(t, err, "docs/performance.md")
+	want, err = RenderStored("../../docs/calibration", true)
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "docs/performance.md's table is not what `make calibration-table` renders from docs/calibration now: run it")
+}
+
+// TestRenderInto: -render -readme FILE replaces the summary and the full
+// table, whichever FILE holds, and nothing else.
+func TestRenderInto(t *testing.T) {
+	dir := t.TempDir()
+	both := filepath.Join(dir, "both.md")
+	require.NoError(t, os.WriteFile(both, []byte("# t\n"+summaryBegin+"old\n"+summaryEnd+"middle\n"+tableBegin+"old\n"+tableEnd+"end\n"), 0o644))
+	require.NoError(t, renderInto(both, fixtures))
+	b, err := os.ReadFile(both)
+	require.NoError(t, err)
+	summary, err := RenderSummary(fixtures)
+	require.NoError(t, err)
+	table, err := RenderStored(fixtures, true)
+	require.NoError(t, err)
+	assert.Equal(t, "# t\n"+summaryBegin+summary+summaryEnd+"middle\n"+tableBegin+table+tableEnd+"end\n", string(b))
+
+	one := filepath.Join(dir, "summary.md")
+	require.NoError(t, os.WriteFile(one, []byte(summaryBegin+"old\n"+summaryEnd), 0o644))
+	require.NoError(t, renderInto(one, fixtures))
+	b, err = os.ReadFile(one)
+	require.NoError(t, err)
+	assert.Equal(t, summaryBegin+summary+summaryEnd, string(b))
+
+	none := filepath.Join(dir, "none.md")
+	require.NoError(t, os.WriteFile(none, []byte("# nothing\n"), 0o644))
+	assert.ErrorContains(t, renderInto(none, fixtures), "no line")
+
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"-render", fixtures, "-readme", both}, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), "rendered from")
 }
 
 // TestReplaceTableIn: -render -readme replaces only what lies between
