@@ -112,7 +112,8 @@ plots:
 # itself (go doc ./ci/calibrate), with the C-only control (ci/cping: the
 # benchmark's C loop without Go) as a contestant of write_lat. Each run is
 # stored in docs/calibration/ under its time and commit (commit it: the
-# README's table is rendered from all of them: make calibration-table).
+# README's summary and docs/performance.md's table are rendered from all
+# of them: make calibration-table).
 # A tree with uncommitted changes is stored as <commit>-dirty.
 CALIBRATE_FLAGS ?=
 CALIBRATE_COMMIT = $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
