@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,6 +31,24 @@ func TestREADMETableIsRendered(t *testing.T) {
 	want, err = RenderStored("../../docs/calibration", true)
 	require.NoError(t, err)
 	assert.Equal(t, want, got, "docs/performance.md's table is not what `make calibration-table` renders from docs/calibration now: run it")
+}
+
+// TestREADMEIsShort: issue #42's limits: the README at most 200 lines,
+// its performance summary at most 10 rows (one per perftest tool).
+func TestREADMEIsShort(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	assert.LessOrEqual(t, strings.Count(string(readme), "\n"), 200, "README.md's lines")
+	summary, err := blockIn(string(readme), summaryBegin, summaryEnd)
+	require.NoError(t, err)
+	rows := 0
+	for _, l := range strings.Split(summary, "\n") {
+		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| perftest tool |") {
+			rows++
+		}
+	}
+	assert.Positive(t, rows)
+	assert.LessOrEqual(t, rows, 10, "the summary's rows")
 }
 
 // TestRenderInto: -render -readme FILE replaces the summary and the full
