@@ -399,7 +399,10 @@ func (l *CMListener) Close() error { return l.c.close() }
 // on iWARP rdma_connect failing with ECONNREFUSED. The source
 // address is chosen by the kernel's routing; it must be on qp's device
 // (else ErrCMWrongDevice, before any request is sent). UC QPs are refused
-// (ErrCMUC).
+// (ErrCMUC). On iWARP (siw) rdma_connect makes the TCP connection under
+// MPA itself, blocking, with the calling thread's signals blocked so that
+// no signal restarts it half done (issue #42): the deadline bounds the
+// steps around that handshake, not the handshake.
 func DialCM(dst netip.AddrPort, qp *QP, deadline time.Time) (*CMConn, error) {
 	if err := checkCMAddr("connect", dst, true); err != nil {
 		return nil, err
