@@ -37,9 +37,9 @@ func TestGate(t *testing.T) {
 			args: []string{fixture("base.txt"), fixture("regress.txt")},
 			code: gate.ExitRegression,
 			want: []string{
-				"REGRESSION: " + planted + " p99-ns:",
-				"REGRESSION: " + planted + " ns/op:",
-				"REGRESSION: " + planted + " msgs/s:",
+				"REGRESSION: " + planted + " p50-ns:",
+				"WORSE (not the deciding unit p50-ns; does not fail, look at it): " + planted + " p99-ns:",
+				"WORSE (not the deciding unit p50-ns; does not fail, look at it): " + planted + " msgs/s:",
 				"result: FAIL",
 			},
 			dontWant: []string{"REGRESSION: WriteBW", "REGRESSION: SendLat", "REGRESSION: WriteLat/transport=RC/size=4096"},
@@ -74,7 +74,7 @@ func TestGate(t *testing.T) {
 			name: "too few runs cannot decide",
 			args: []string{fixture("few.txt"), fixture("few_regress.txt")},
 			code: gate.ExitUndecided,
-			want: []string{"UNDECIDED: " + planted + ": n=3+3 runs", "needs 6 runs per side", "CANNOT DECIDE", "no p99-ns regression of"},
+			want: []string{"UNDECIDED: " + planted + ": n=3+3 runs", "needs 5 runs per side", "CANNOT DECIDE", "no p50-ns regression of"},
 		},
 		{
 			name: "too few runs allowed",
@@ -94,12 +94,20 @@ func TestGate(t *testing.T) {
 			code: gate.ExitOK,
 		},
 		{
-			name:     "unit threshold override hides planted regression in p99-ns only",
-			args:     []string{"-unit-threshold", "p99-ns=off", fixture("base.txt"), fixture("regress.txt")},
+			name:     "unit threshold off for the deciding unit: not gated, the next decides",
+			args:     []string{"-unit-threshold", "p50-ns=off", fixture("base.txt"), fixture("regress.txt")},
 			code:     gate.ExitRegression,
 			want:     []string{"REGRESSION: " + planted + " ns/op:"},
-			dontWant: []string{"REGRESSION: " + planted + " p99-ns:"},
+			dontWant: []string{"REGRESSION: " + planted + " p50-ns:"},
 		},
+		{
+			name:     "-decide picks another deciding unit",
+			args:     []string{"-decide", "WriteLat=p99-ns", fixture("base.txt"), fixture("regress.txt")},
+			code:     gate.ExitRegression,
+			want:     []string{"REGRESSION: " + planted + " p99-ns:", "WORSE (not the deciding unit p99-ns"},
+			dontWant: []string{"REGRESSION: " + planted + " p50-ns:"},
+		},
+		{name: "bad -decide", args: []string{"-decide", "WriteLat", fixture("base.txt"), fixture("base.txt")}, code: gate.ExitInput, want: []string{"-decide", "want Family=unit"}},
 		{
 			name:     "threshold above effect passes",
 			args:     []string{"-threshold", "25%", "-unit-threshold", "p99.9-ns=25%", fixture("base.txt"), fixture("regress.txt")},
@@ -147,7 +155,7 @@ func TestSuspectRow(t *testing.T) {
 	newPath := write("new.txt", 100, 101, 102, 130, 131, 132)
 	code, stdout, _ := runGate(t, oldPath, newPath)
 	assert.Equal(t, gate.ExitOK, code, stdout)
-	assert.Contains(t, stdout, "suspect (not significant, does not fail): X-2 ns/op: 102.50 → 116 (+13.2%")
+	assert.Contains(t, stdout, "not significant, worse by more than 5.0%: X-2 ns/op: 102.50 [100, 105] → 116 [100, 132] (+13.2%")
 	assert.Contains(t, stdout, "ok: not significant, but median worse by 13.2% > 5.0%")
 }
 

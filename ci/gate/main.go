@@ -121,6 +121,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/rdmabench/rdmabench/ci/gate/internal/gate"
@@ -142,6 +143,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	allowUndecided := fs.Bool("allow-undecided", false, "do not fail (exit 3) when there are too few runs to decide")
 	paired := fs.Bool("paired", false, "OLD's and NEW's runs of each benchmark were made in adjacent pairs, in file order (make compare): test correlated benchmarks paired")
 	detect := fs.String("detect", "25%", "the worsening every benchmark must be able to see: one that cannot is UNDECIDED (exit 3), not a pass; off: no requirement")
+	decide := fs.String("decide", "", "deciding units per family overriding the defaults (p50-ns for *Lat, else MB/s, msgs/s, ops/s), e.g. 'SendLat=p99-ns'")
+	expectSlow := fs.String("expect-slow", "", "self-check: NEW was made worse on purpose in the benchmarks this regexp matches (Benchmark… names without the -N suffix); exit 0 only if each is named or UNDECIDED and no other benchmark is named, 1 otherwise")
 	noCorrection := fs.Bool("no-correction", false, "test every benchmark at -alpha on its own instead of the Holm–Šidák correction over all benchmarks")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gate [flags] OLD NEW\n\nExit: 0 ok, 1 regression/missing, 2 bad input or usage, 3 undecided (too few runs).\n\n")
@@ -163,6 +166,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return gate.ExitInput
 	}
 	opt.NoCorrection = *noCorrection
+	if opt.Decide, err = gate.ParseDecide(*decide); err != nil {
+		fmt.Fprintf(stderr, "gate: -decide: %v\n", err)
+		return gate.ExitInput
+	}
+	var picked *regexp.Regexp
+	if *expectSlow != "" {
+		if picked, err = regexp.Compile(*expectSlow); err != nil {
+			fmt.Fprintf(stderr, "gate: -expect-slow %q: %v\n", *expectSlow, err)
+			return gate.ExitInput
+		}
+	}
 	opt.Paired = *paired
 	if opt.Detect, err = gate.ParsePercent(*detect); err != nil {
 		fmt.Fprintf(stderr, "gate: -detect: %v\n", err)
@@ -174,12 +188,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			ign[k] = true
 		}
 	}
-	return compareFiles(fs.Arg(0), fs.Arg(1), ign, opt, *allowMissing, *allowUndecided, stdout, stderr)
+	return compareFiles(fs.Arg(0), fs.Arg(1), ign, opt, *allowMissing, *allowUndecided, picked, stdout, stderr)
 }
 
 // compareFiles reads both files, prints the report and returns the exit
 // status.
-func compareFiles(oldPath, newPath string, ignore map[string]bool, opt gate.Options, allowMissing, allowUndecided bool, stdout, stderr io.Writer) int {
+func compareFiles(oldPath, newPath string, ignore map[string]bool, opt gate.Options, allowMissing, allowUndecided bool, picked *regexp.Regexp, stdout, stderr io.Writer) int {
 	old, err := gate.ReadFile(oldPath, ignore)
 	if err != nil {
 		fmt.Fprintf(stderr, "gate: OLD: %v\n", err)
@@ -198,5 +212,13 @@ func compareFiles(oldPath, newPath string, ignore map[string]bool, opt gate.Opti
 	rep.WriteSummary(stdout)
 	code := rep.ExitCode(allowMissing, allowUndecided)
 	fmt.Fprintf(stdout, "result: %s (exit %d)\n", rep.Outcome(code), code)
-	return code
+	if picked == nil || code == gate.ExitInput {
+		return code
+	}
+	sc := rep.CheckSelf(picked)
+	sc.Write(stdout, rep)
+	if !sc.Holds() {
+		return gate.ExitRegression
+	}
+	return gate.ExitOK
 }

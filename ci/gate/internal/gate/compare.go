@@ -26,6 +26,11 @@ const (
 	Improved
 	// WorseWithin: significantly worse, but not by more than the threshold.
 	WorseWithin
+	// AlsoWorse: a unit other than the benchmark's deciding one,
+	// significantly worse on its own (p ≤ Report.Lone, the level of a
+	// lone benchmark) by more than its threshold. It does not decide the
+	// gate; the report names it loudly.
+	AlsoWorse
 	// Unknown: the unit has no known better direction; not gated.
 	Unknown
 	// Disabled: the unit's threshold is off; not gated.
@@ -49,9 +54,8 @@ type Row struct {
 	// PWorse and PBetter are the one-sided U-test p-values of this row
 	// that NEW is worse, respectively better, than OLD.
 	PWorse, PBetter float64
-	// PAdj is PWorse adjusted by Holm's procedure within the benchmark
-	// (set in a significant family only; 1 otherwise).
-	PAdj float64
+	// Deciding: this row's unit decides its benchmark (Family.Unit).
+	Deciding bool
 	// Delta is (new median − old median) / old median.
 	Delta float64
 	// Abs marks a unit gated by absolute change (B/op, allocs/op);
@@ -82,21 +86,32 @@ type Row struct {
 	old, cur []float64
 }
 
-// Worse reports how much worse new is than old: as a fraction of the old
-// median (negative when better), in the unit itself for Abs rows; 0 if
+// Worse reports how much worse new is than old, as a slowdown: the time
+// the medians say an operation takes, new over old, minus one (negative
+// when better). For a lower-is-better unit (a time) that is its relative
+// change; for a rate (higher is better) it is old/new − 1, so that a
+// benchmark 25% slower is Worse 0.25 in ns/op, p50-ns, MB/s and msgs/s
+// alike (its rate dropped by 20%). In the unit itself for Abs rows; 0 if
 // the direction is unknown.
 func (r Row) Worse() float64 {
-	if r.Abs {
+	switch {
+	case r.Abs:
 		return -float64(r.Better) * (r.New.Center - r.Old.Center)
+	case r.Better > 0 && r.Old.Center == r.New.Center:
+		return 0
+	case r.Better > 0 && r.New.Center <= 0:
+		return math.Inf(1)
+	case r.Better > 0:
+		return r.Old.Center/r.New.Center - 1
 	}
 	return -float64(r.Better) * r.Delta
 }
 
-// Suspect reports a row that passes only for lack of significance: its
-// median is worse by more than the threshold but the test did not reject
-// (noise or too few runs). It does not fail the gate; it is listed.
+// Suspect reports a deciding row that passes only for lack of
+// significance: its median is worse by more than the threshold, the
+// benchmark can see -detect, but its test did not reject. It is listed.
 func (r Row) Suspect() bool {
-	return r.Verdict == NoChange && !r.Abs && r.Worse() > r.Threshold
+	return r.Deciding && r.Verdict == NoChange && r.Worse() > r.Threshold
 }
 
 // Report is the result of comparing two result sets.
@@ -119,6 +134,11 @@ type Report struct {
 	// Families are the benchmarks' tests, one per benchmark with gated
 	// rate or latency units (see Compare).
 	Families []Family
+	// Replication names the unit of replication the tests counted:
+	// "runs" (empty), or "boots" or "processes" when a stored file's
+	// runs were collapsed to one median per boot or process (see
+	// Collapse).
+	Replication string
 	// Lone is the level a benchmark's p-value must reach when it is the
 	// only one that changed: the first Holm–Šidák step, 1−(1−Alpha)^(1/m)
 	// for m = len(Families) (Alpha without correction).
@@ -192,7 +212,6 @@ func Compare(old, cur *Set, opt Options) *Report {
 				Constant:  identicalConstant(so.Values, sn.Values),
 				Threshold: opt.threshold(unit),
 				Family:    -1,
-				PAdj:      1,
 				old:       ovals,
 				cur:       nvals,
 			}
@@ -213,7 +232,7 @@ func Compare(old, cur *Set, opt Options) *Report {
 			rep.Rows = append(rep.Rows, row)
 		}
 	}
-	rep.testBenchmarks(old, cur)
+	rep.testBenchmarks()
 	for i := range rep.Rows {
 		row := &rep.Rows[i]
 		row.Verdict = rep.verdict(*row)
@@ -279,12 +298,21 @@ func (r *Report) verdict(row Row) Verdict {
 		return NoChange // cannot happen: every gated relative row is in a family
 	}
 	f := r.Families[row.Family]
+	if !row.Deciding {
+		switch {
+		case row.PWorse <= r.Lone && row.Worse() > row.Threshold:
+			return AlsoWorse
+		case row.PBetter <= r.Lone && row.Worse() < 0:
+			return Improved
+		}
+		return NoChange
+	}
 	switch {
-	case f.Significant && row.PAdj <= f.Level && row.Worse() > row.Threshold:
+	case f.Significant && row.Worse() > row.Threshold:
 		return Regression
-	case f.Significant && row.PAdj <= f.Level && row.Worse() > 0:
+	case f.Significant && row.Worse() > 0:
 		return WorseWithin
-	case f.Improved && row.PBetter*float64(f.Tests) <= r.Lone && row.Worse() < 0:
+	case f.Improved && row.Worse() < 0:
 		return Improved
 	case f.Undecided:
 		return Undecided
@@ -317,8 +345,13 @@ func missingHint(key Key, cur *Set) string {
 // Regressions returns the rows with verdict Regression.
 func (r *Report) Regressions() []Row { return r.with(Regression) }
 
-// Undecided returns the gated rows that had too few runs.
+// Undecided returns the deciding rows of the benchmarks that cannot
+// decide (too few runs, or unable to see -detect).
 func (r *Report) Undecided() []Row { return r.with(Undecided) }
+
+// AlsoWorseRows returns the rows of units other than the deciding ones
+// that are significantly worse on their own (verdict AlsoWorse).
+func (r *Report) AlsoWorseRows() []Row { return r.with(AlsoWorse) }
 
 func (r *Report) with(v Verdict) []Row {
 	var rows []Row

@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -37,34 +38,75 @@ func TestMinP(t *testing.T) {
 	assert.Equal(t, 7, RunsNeeded(1, -math.Expm1(math.Log1p(-0.05)/100)))
 }
 
-// Holm within a benchmark: units whose runs rank identically (MB/s is
-// ns/op inverted) count as one test; the family's p is the smallest p
-// times the number of tests, and a row's adjusted p steps down.
-func TestHolmWithinBenchmark(t *testing.T) {
-	lo := []float64{1, 2, 3, 4, 5, 6}
-	hi := []float64{7, 8, 9, 10, 11, 12}
-	mixed := []float64{2, 11, 4, 9, 6, 7}
-	row := func(unit string, better int, old, cur []float64, pw float64) Row {
-		return Row{Unit: unit, Better: better, old: old, cur: cur, PWorse: pw, Family: -1, PAdj: 1}
+// One deciding unit per benchmark: p50-ns for a latency family, the
+// headline rate elsewhere, -decide over both; a unit the benchmark does
+// not report falls through to the next.
+func TestDecidingUnit(t *testing.T) {
+	rows := func(units ...string) (*Report, []int) {
+		rep := &Report{}
+		var idx []int
+		for i, u := range units {
+			rep.Rows = append(rep.Rows, Row{Unit: u})
+			idx = append(idx, i)
+		}
+		return rep, idx
 	}
-	rep := &Report{Opt: Options{Alpha: 0.05}, Rows: []Row{
-		row("ns/op", -1, lo, hi, 1.0/924),
-		row("MB/s", 1, []float64{12, 11, 10, 9, 8, 7}, []float64{6, 5, 4, 3, 2, 1}, 1.0/924),
-		row("p50-ns", -1, lo, mixed, 0.3),
-		row("p99-ns", -1, mixed, hi, 0.01),
-	}}
-	rep.addFamily(Key{Name: "B"}, []int{0, 1, 2, 3})
-	f := &rep.Families[0]
-	assert.Equal(t, 3, f.Tests, "ns/op and MB/s rank alike")
-	assert.InDelta(t, 3.0/924, f.P, 1e-12)
-	f.Level, f.Significant = 0.05, true
-	rep.holm(f)
-	var adj []float64
-	for _, r := range rep.Rows {
-		adj = append(adj, r.PAdj)
+	tests := []struct {
+		name   string
+		units  []string
+		decide map[string]string
+		want   string
+	}{
+		{"WriteLat/transport=RC/size=8-2", []string{"ns/op", "msgs/s", "p50-ns", "p99-ns"}, nil, "p50-ns"},
+		{"SendBW/transport=UD/size=64-2", []string{"ns/op", "MB/s", "msgs/s", "p50-ns"}, nil, "MB/s"},
+		{"Example_commit-2", []string{"ns/op", "msgs/s", "p50-ns"}, nil, "msgs/s"},
+		{"RegMR/size=4096-2", []string{"ns/op", "ops/s"}, nil, "ops/s"},
+		{"WriteLatGap/gap=1ms-2", []string{"ns/op", "msgs/s"}, nil, "ns/op"},
+		{"SendLat/mode=event-2", []string{"ns/op", "p50-ns", "p99-ns"}, map[string]string{"SendLat": "p99-ns"}, "p99-ns"},
+		{"Other-2", []string{"cpu-ns/op", "lost-msgs/op"}, nil, "cpu-ns/op"},
 	}
-	// Sorted tests: 1/924·3, 0.01·2, 0.3·1.
-	assert.InDeltaSlice(t, []float64{3.0 / 924, 3.0 / 924, 0.3, 0.02}, adj, 1e-12)
+	for _, tt := range tests {
+		rep, idx := rows(tt.units...)
+		rep.Opt.Decide = tt.decide
+		assert.Equal(t, tt.want, rep.Rows[rep.decider(Key{Name: tt.name}, idx)].Unit, tt.name)
+	}
+	assert.Equal(t, "Other", familyName("Other-2"))
+	assert.Equal(t, "WriteLat", familyName("WriteLat/size=8-2"))
+
+	m, err := ParseDecide("SendLat=p99-ns, BenchmarkReadBW=msgs/s")
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"SendLat": "p99-ns", "ReadBW": "msgs/s"}, m)
+	for _, bad := range []string{"SendLat", "=p50-ns", "SendLat/size=8=p50-ns", "SendLat="} {
+		_, err := ParseDecide(bad)
+		assert.ErrorContains(t, err, "want Family=unit", bad)
+	}
+}
+
+// A unit other than the deciding one decides nothing, but a significant
+// worsening of it is its own verdict, AlsoWorse, which the summary names.
+func TestAlsoWorse(t *testing.T) {
+	var o, c strings.Builder
+	for _, b := range []*strings.Builder{&o, &c} {
+		b.WriteString("Unit p50-ns better=lower\nUnit p99-ns better=lower\n")
+	}
+	for i := range 12 {
+		v := 10000 + 100*float64(i%3)
+		fmt.Fprintf(&o, "BenchmarkSendLat/size=8-2 1000 %.0f p50-ns %.0f p99-ns\n", v, 2*v)
+		fmt.Fprintf(&c, "BenchmarkSendLat/size=8-2 1000 %.0f p50-ns %.0f p99-ns\n", v, 4*v)
+	}
+	old, err := ReadSet(strings.NewReader(o.String()), "old", nil)
+	require.NoError(t, err)
+	cur, err := ReadSet(strings.NewReader(c.String()), "new", nil)
+	require.NoError(t, err)
+	rep := Compare(old, cur, Options{Alpha: 0.05, Threshold: 0.05})
+	require.Len(t, rep.Families, 1)
+	assert.Equal(t, "p50-ns", rep.Families[0].Unit)
+	assert.Equal(t, ExitOK, rep.ExitCode(false, false), "p50-ns did not move")
+	require.Len(t, rep.AlsoWorseRows(), 1)
+	assert.Equal(t, "p99-ns", rep.AlsoWorseRows()[0].Unit)
+	var out strings.Builder
+	rep.WriteSummary(&out)
+	assert.Contains(t, out.String(), "WORSE (not the deciding unit p50-ns; does not fail, look at it): SendLat/size=8-2 p99-ns")
 }
 
 func TestParsePercent(t *testing.T) {
@@ -120,17 +162,16 @@ func TestVerdictDirection(t *testing.T) {
 		{"higher better, down 20%", 1, -0.20, 0.001, true, false, Regression},
 		{"lower better, up 3%", -1, 0.03, 0.001, true, false, WorseWithin},
 		{"benchmark not significant", -1, 0.20, 0.001, false, false, NoChange},
-		{"row alone not significant", -1, 0.20, 0.2, true, false, NoChange},
 		{"unknown direction", 0, 0.20, 0.001, true, false, Unknown},
 		{"too few runs", -1, 0.20, 0.1, false, true, Undecided},
 	}
 	for _, tt := range tests {
-		rep := &Report{Opt: Options{Alpha: 0.05}, Families: []Family{{Significant: tt.significant, Undecided: tt.undecided, Level: 0.05, Tests: 1}}}
-		r := Row{Better: tt.better, Delta: tt.delta, Threshold: 0.05, PWorse: tt.pWorse, PAdj: tt.pWorse, PBetter: 1}
+		rep := &Report{Opt: Options{Alpha: 0.05}, Families: []Family{{Significant: tt.significant, Undecided: tt.undecided, Level: 0.05}}}
+		r := Row{Better: tt.better, Delta: tt.delta, Threshold: 0.05, PWorse: tt.pWorse, PBetter: 1, Deciding: true}
 		assert.Equal(t, tt.want, rep.verdict(r), tt.name)
 	}
-	improved := &Report{Opt: Options{Alpha: 0.05}, Lone: 0.05, Families: []Family{{Improved: true, Tests: 1}}}
-	assert.Equal(t, Improved, improved.verdict(Row{Better: 1, Delta: 0.2, Threshold: 0.05, PWorse: 1, PBetter: 0.001}))
+	improved := &Report{Opt: Options{Alpha: 0.05}, Lone: 0.05, Families: []Family{{Improved: true}}}
+	assert.Equal(t, Improved, improved.verdict(Row{Better: 1, Delta: 0.2, Threshold: 0.05, PWorse: 1, PBetter: 0.001, Deciding: true}))
 
 	// B/op and allocs/op: absolute change of the median, no test.
 	bop := func(old, cur float64) Row {

@@ -7,24 +7,26 @@ import (
 	"github.com/aclements/go-moremath/stats"
 )
 
-// Family is the test of one benchmark: its gated rate and latency units
-// (ns/op, MB/s, msgs/s, p50-ns, ...) combined into one decision by Holm's
-// procedure within the benchmark.
+// Family is the test of one benchmark: the one-sided test of its
+// deciding unit (see Decider), corrected across the benchmarks. Its other
+// gated units are tested too, each on its own, and reported (Row.Verdict
+// AlsoWorse when one is significantly worse), but they do not decide: one
+// run's ns/op, msgs/s, MB/s and cpu-ns/op are largely one measurement,
+// and counting them as separate tests spent the correction's power on
+// copies (issue #41).
 type Family struct {
 	Key Key
-	// Rows are the indices in Report.Rows of the units combined.
+	// Unit is the deciding unit, as written (e.g. "p50-ns", "MB/s").
+	Unit string
+	// Row is the index in Report.Rows of the deciding unit's row.
+	Row int
+	// Rows are the indices in Report.Rows of every gated relative row of
+	// the benchmark, the deciding one included.
 	Rows []int
 	// N1 and N2 are the runs of OLD and NEW.
 	N1, N2 int
-	// Tests is the number of distinct tests among the rows: units whose
-	// runs rank identically (MB/s and msgs/s are ns/op inverted) count
-	// once.
-	Tests int
-	// test maps each of Rows to its distinct test (0..Tests−1).
-	test []int
-	// P and PBetter are the one-sided p-values that NEW is slower,
-	// respectively faster: Tests times the smallest of the rows' own
-	// p-values (Bonferroni, the first step of Holm's procedure), at most 1.
+	// P and PBetter are the deciding unit's one-sided p-values that NEW
+	// is slower, respectively faster.
 	P, PBetter float64
 	// Level is the Holm–Šidák level P was compared with.
 	Level float64
@@ -33,25 +35,24 @@ type Family struct {
 	// Improved: PBetter ≤ Report.Lone (shown only).
 	Improved bool
 	// Undecided: even runs that do not overlap at all could not reach
-	// Level (Tests·MinP(N1, N2) > Level), or (Blind) the benchmark
-	// cannot see the worsening Options.Detect asks for.
+	// Level (MinP(N1, N2) > Level), or (Blind) the deciding unit cannot
+	// see the worsening Options.Detect asks for.
 	Undecided bool
 	// Paired: the rows were tested with the signed-rank test on the
 	// adjacent runs' log ratios (Options.Paired and Rho ≥ PairRho);
 	// otherwise with the Mann-Whitney U test.
 	Paired bool
 	// Rho is the Spearman correlation of the adjacent OLD and NEW runs of
-	// the primary unit (NaN when the runs are not paired).
+	// the deciding unit (NaN when the runs are not paired).
 	Rho float64
-	// Detectable is the smallest of the rows' Detectable: a slowdown of
-	// the whole benchmark (every unit worse by it) above it fails the
-	// gate for sure.
+	// Detectable is the deciding unit's Row.Detectable: a slowdown of the
+	// benchmark above it, in that unit, fails the gate for sure.
 	Detectable float64
 	// Blind: Detectable > Options.Detect, and not Significant.
 	Blind bool
 }
 
-// minP is the smallest p-value one of the family's tests can produce.
+// minP is the smallest p-value the family's test can produce.
 func (f *Family) minP() float64 {
 	if f.Paired {
 		return MinPPaired(f.N1)
@@ -60,18 +61,14 @@ func (f *Family) minP() float64 {
 }
 
 // testBenchmarks groups the gated relative rows into one Family per
-// benchmark (a row whose runs do not line up with its benchmark's runs is
-// a family of its own), tests each, and corrects across them with the
-// Holm–Šidák step-down procedure.
-func (r *Report) testBenchmarks(old, cur *Set) {
+// benchmark, tests each by its deciding unit, and corrects across them
+// with the Holm–Šidák step-down procedure. Every other gated row is
+// tested on its own at the level of a lone benchmark (Report.Lone).
+func (r *Report) testBenchmarks() {
 	byKey := map[Key][]int{}
 	var keys []Key
 	for i, row := range r.Rows {
 		if row.Better == 0 || row.Threshold == off || row.Abs || row.Constant {
-			continue
-		}
-		if len(row.old) != old.Benches[row.Key].Runs || len(row.cur) != cur.Benches[row.Key].Runs {
-			r.addFamily(row.Key, []int{i})
 			continue
 		}
 		if _, ok := byKey[row.Key]; !ok {
@@ -81,17 +78,20 @@ func (r *Report) testBenchmarks(old, cur *Set) {
 	}
 	for _, k := range keys {
 		rows := byKey[k]
-		paired, rho := r.pairing(rows)
-		if paired {
-			for _, i := range rows {
-				row := &r.Rows[i]
+		d := r.decider(k, rows)
+		paired, rho := r.pairing(r.Rows[d])
+		for _, i := range rows {
+			row := &r.Rows[i]
+			row.Family = len(r.Families)
+			row.Deciding = i == d
+			if paired && len(row.old) == len(row.cur) {
 				row.Paired = true
 				row.PWorse, row.PBetter = pairedSided(row.old, row.cur, row.Better)
 			}
 		}
-		r.addFamily(k, rows)
-		f := &r.Families[len(r.Families)-1]
-		f.Paired, f.Rho = paired, rho
+		dr := r.Rows[d]
+		r.Families = append(r.Families, Family{Key: k, Unit: dr.Unit, Row: d, Rows: rows,
+			N1: len(dr.old), N2: len(dr.cur), P: dr.PWorse, PBetter: dr.PBetter, Paired: paired, Rho: rho})
 	}
 
 	r.Lone = r.level(len(r.Families), 0)
@@ -99,55 +99,24 @@ func (r *Report) testBenchmarks(old, cur *Set) {
 	for i := range r.Families {
 		f := &r.Families[i]
 		f.Improved = f.PBetter <= r.Lone
-		f.Undecided = !f.Significant && float64(f.Tests)*f.minP() > f.Level
-		if f.Significant {
-			r.holm(f)
-		}
+		f.Undecided = !f.Significant && f.minP() > f.Level
 		if r.Opt.skipPower {
 			continue
 		}
-		f.Detectable = off
 		for _, i := range f.Rows {
 			row := &r.Rows[i]
-			row.Detectable = r.detectable(*row, r.Lone/float64(f.Tests))
-			f.Detectable = min(f.Detectable, row.Detectable)
+			row.Detectable = r.detectable(*row, r.Lone)
 		}
+		f.Detectable = r.Rows[f.Row].Detectable
 		if d := r.Opt.Detect; d > 0 && d != off && !f.Significant && !f.Undecided && f.Detectable > d {
 			f.Blind, f.Undecided = true, true
-			for _, i := range f.Rows {
-				r.Rows[i].blind = f.Detectable
-			}
+			r.Rows[f.Row].blind = f.Detectable
 		}
 	}
 	for i := range r.Rows {
 		if row := &r.Rows[i]; row.Abs {
 			row.Detectable = row.Threshold
 		}
-	}
-}
-
-// holm sets the rows' PAdj in a significant family: Holm's step-down
-// adjusted p-values over its distinct tests (the smallest p times Tests,
-// the next times Tests−1, ..., never decreasing), so that a row is
-// significant when PAdj ≤ the family's Level.
-func (r *Report) holm(f *Family) {
-	p := make([]float64, f.Tests)
-	for k, i := range f.Rows {
-		p[f.test[k]] = r.Rows[i].PWorse // equal ranks: equal p
-	}
-	order := make([]int, f.Tests)
-	for t := range order {
-		order[t] = t
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmpFloat(p[a], p[b]) })
-	adj := make([]float64, f.Tests)
-	prev := 0.0
-	for j, t := range order {
-		prev = max(prev, min(1, float64(f.Tests-j)*p[t]))
-		adj[t] = prev
-	}
-	for k, i := range f.Rows {
-		r.Rows[i].PAdj = adj[f.test[k]]
 	}
 }
 
@@ -189,41 +158,6 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// addFamily adds the family of rows (all of one benchmark, same runs).
-func (r *Report) addFamily(key Key, rows []int) {
-	f := Family{Key: key, Rows: rows, N1: len(r.Rows[rows[0]].old), N2: len(r.Rows[rows[0]].cur), P: 1, PBetter: 1, Rho: math.NaN()}
-	var seen [][]float64
-	for _, i := range rows {
-		row := &r.Rows[i]
-		row.Family = len(r.Families)
-		f.P = min(f.P, row.PWorse)
-		f.PBetter = min(f.PBetter, row.PBetter)
-		rk := ranks(row)
-		t := slices.IndexFunc(seen, func(s []float64) bool { return slices.Equal(s, rk) })
-		if t < 0 {
-			t = len(seen)
-			seen = append(seen, rk)
-		}
-		f.test = append(f.test, t)
-	}
-	f.Tests = len(seen)
-	f.P = min(1, f.P*float64(f.Tests))
-	f.PBetter = min(1, f.PBetter*float64(f.Tests))
-	r.Families = append(r.Families, f)
-}
-
-// ranks returns the rank of every run of row among both sides' runs
-// (OLD first, ties averaged), oriented so that a higher rank is worse.
-func ranks(row *Row) []float64 {
-	pooled := append(slices.Clone(row.old), row.cur...)
-	if row.Better > 0 {
-		for i := range pooled {
-			pooled[i] = -pooled[i]
-		}
-	}
-	return midranks(pooled)
-}
-
 // level is the Holm–Šidák level of step j (from 0) among m tests:
 // 1−(1−alpha)^(1/(m−j)); alpha without correction.
 func (r *Report) level(m, j int) float64 {
@@ -233,18 +167,18 @@ func (r *Report) level(m, j int) float64 {
 	return -math.Expm1(math.Log1p(-r.Opt.Alpha) / float64(m-j))
 }
 
-// slowed returns NEW's samples of row as if NEW were worse by the
+// slowed returns NEW's samples of row as if NEW were slower by the
 // fraction w (as Row.Worse measures it) with its observed spread: OLD's
 // median times each NEW run's ratio to NEW's median, times 1+w for
-// lower-is-better units and 1−w for higher-is-better ones. Rows with
-// non-positive values are returned as they are.
+// lower-is-better units and divided by 1+w for higher-is-better ones.
+// Rows with non-positive values are returned as they are.
 func slowed(row Row, w float64) []float64 {
 	if !positive(row.old) || !positive(row.cur) {
 		return row.cur
 	}
 	f := 1 + w
 	if row.Better > 0 {
-		f = 1 - w
+		f = 1 / (1 + w)
 	}
 	scale := row.Old.Center / row.New.Center * f
 	out := make([]float64, len(row.cur))
@@ -282,7 +216,7 @@ func oneSided(old, cur []float64, better int) (pWorse, pBetter float64) {
 	return larger.P, smaller.P
 }
 
-// detectable returns the smallest worsening w of row (as Row.Worse
+// detectable returns the smallest slowdown w of row (as Row.Worse
 // measures it) that would fail the gate for sure when nothing else
 // changed: NEW worse by w with its observed spread (see slowed) gives a
 // one-sided p ≤ level (the family's level over its tests, the Bonferroni
@@ -302,10 +236,7 @@ func (r *Report) detectable(row Row, level float64) float64 {
 		}
 		med := median(d)
 		detected = func(w float64) bool {
-			s := math.Log1p(w)
-			if row.Better > 0 {
-				s = -math.Log1p(-w)
-			}
+			s := math.Log1p(w) // slower by w: log(new/old) of a time, log(old/new) of a rate
 			moved := make([]float64, len(d))
 			for i, v := range d {
 				moved[i] = v - med + s
@@ -314,19 +245,13 @@ func (r *Report) detectable(row Row, level float64) float64 {
 			return p <= level
 		}
 	}
-	hi := 1e6 // lower is better: up to a million times slower
-	if row.Better > 0 {
-		hi = 1 - 1e-6 // rates: down to a millionth
-	}
+	hi := 1e6 // up to a million times slower
 	if !positive(row.old) || !positive(row.cur) || !detected(hi) {
 		return off
 	}
 	lo := 0.0
 	for range 40 {
-		mid := (lo + hi) / 2
-		if row.Better < 0 {
-			mid = math.Sqrt((1+lo)*(1+hi)) - 1 // bisect on log(1+w)
-		}
+		mid := math.Sqrt((1+lo)*(1+hi)) - 1 // bisect on log(1+w)
 		if detected(mid) {
 			hi = mid
 		} else {

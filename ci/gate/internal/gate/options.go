@@ -63,6 +63,10 @@ type Options struct {
 	// whose Family.Detectable exceeds it is UNDECIDED, not a pass (0 or
 	// +Inf: no such requirement).
 	Detect float64
+	// Decide overrides the deciding unit per family (the benchmark
+	// name's first element, e.g. "SendLat": "p99-ns"); see
+	// DecidingUnit. -decide.
+	Decide map[string]string
 	// Named are the units the user gave thresholds for (-unit-threshold):
 	// one that no row has is a warning (a typo has no effect otherwise).
 	Named []string

@@ -16,22 +16,13 @@ import (
 // (1/C(2n, n) against 2^−n), is used.
 const PairRho = 0.5
 
-// pairing returns whether the benchmark of rows (same runs, in file
-// order: OLD's i-th run was made next to NEW's i-th) is tested paired,
-// and the Spearman correlation of its primary unit's adjacent runs
-// (ns/op, else the first row). Spearman's ρ does not change when NEW is
-// shifted or scaled, so a regression does not move the choice.
-func (r *Report) pairing(rows []int) (bool, float64) {
-	if !r.Opt.Paired {
-		return false, math.NaN()
-	}
-	prim := r.Rows[rows[0]]
-	for _, i := range rows {
-		if r.Rows[i].Unit == "ns/op" {
-			prim = r.Rows[i]
-		}
-	}
-	if len(prim.old) != len(prim.cur) || len(prim.old) < 3 {
+// pairing returns whether a benchmark whose deciding row is prim (runs
+// in file order: OLD's i-th run was made next to NEW's i-th) is tested
+// paired, and the Spearman correlation of that row's adjacent runs.
+// Spearman's ρ does not change when NEW is shifted or scaled, so a
+// regression does not move the choice.
+func (r *Report) pairing(prim Row) (bool, float64) {
+	if !r.Opt.Paired || len(prim.old) != len(prim.cur) || len(prim.old) < 3 {
 		return false, math.NaN()
 	}
 	rho := spearman(prim.old, prim.cur)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"golang.org/x/perf/benchmath"
 )
 
 // Label describes the verdict of row r for the table.
@@ -29,6 +31,8 @@ func (r Row) Label() string {
 		return "ok: improved"
 	case WorseWithin:
 		return fmt.Sprintf("ok: worse, but ≤ %s", r.thresholdText())
+	case AlsoWorse:
+		return fmt.Sprintf("WORSE by %s (not the deciding unit: does not fail)", r.worseText())
 	case Unknown:
 		return "not gated: direction unknown"
 	case Disabled:
@@ -125,8 +129,9 @@ func (r *Report) WriteTable(w io.Writer, oldPath, newPath string) error {
 	fmt.Fprintf(w, "  values: median over runs (one per result line) in the unit the benchmark printed (ns = nanoseconds, MB/s = 10^6 bytes/s);\n")
 	fmt.Fprintf(w, "  ±: %.0f%% confidence interval of the median, as %% of the median; delta = (new−old)/old of the medians;\n", Confidence*100)
 	fmt.Fprintf(w, "  p: two-sided Mann-Whitney U test of the row alone, n = runs OLD+NEW, or for a paired benchmark (-paired) the signed-rank test of its n pairs (shown; the decision is per benchmark)\n")
+	fmt.Fprintf(w, "  decides: the benchmark's deciding unit (p50-ns for latency benchmarks, else MB/s, msgs/s, ops/s; -decide); the other units are tested and shown, and one significantly worse is named WORSE, but does not fail the gate\n")
 	fmt.Fprintf(w, "  significant: %s\n", r.significanceText())
-	fmt.Fprintf(w, "  regression: the benchmark significantly slower, the row significant within it (Holm), and its median worse by more than the threshold;\n")
+	fmt.Fprintf(w, "  regression: the deciding unit significantly worse, and its median worse by more than the threshold;\n")
 	fmt.Fprintf(w, "    B/op and allocs/op (not tests): the median grew by more than the threshold in the unit\n")
 	fmt.Fprintf(w, "  thresholds: %s\n", r.thresholdText())
 	fmt.Fprintf(w, "  detectable: a worsening of the row above this fails the gate for sure when nothing else changed (given n and the spread); below it, it can pass\n")
@@ -137,10 +142,14 @@ func (r *Report) WriteTable(w io.Writer, oldPath, newPath string) error {
 		if row.Key.Config != config {
 			config = row.Key.Config
 			fmt.Fprintf(tw, "\nconfig: %s\n", strings.ReplaceAll(config, "\n", " "))
-			fmt.Fprintf(tw, "name\tunit\told\t±\tnew\t±\tdelta\tp, n\tdetectable\tverdict\n")
+			fmt.Fprintf(tw, "name\tunit\t\told\t±\tnew\t±\tdelta\tp, n\tdetectable\tverdict\n")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			row.Key.Name, row.Unit,
+		role := ""
+		if row.Deciding {
+			role = "decides"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			row.Key.Name, row.Unit, role,
 			FormatValue(row.Old.Center), row.Old.PctRangeString(),
 			FormatValue(row.New.Center), row.New.PctRangeString(),
 			row.deltaText(), row.pText(), row.detectableText(), row.Label())
@@ -157,7 +166,7 @@ func signedPct(f float64) string {
 
 // significanceText states how a benchmark is tested and corrected.
 func (r *Report) significanceText() string {
-	test := "one test per benchmark: its gated rate and latency units' one-sided Mann-Whitney U tests (NEW worse) combined by Holm (units ranking the runs alike count once)"
+	test := "one test per benchmark: the one-sided test (NEW worse) of its deciding unit"
 	if r.Opt.NoCorrection {
 		return fmt.Sprintf("%s, each of the %d benchmarks at p ≤ alpha %g (no multiple-comparison correction)", test, len(r.Families), r.Opt.Alpha)
 	}
@@ -190,10 +199,14 @@ func (r *Report) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "REGRESSION: %s %s: %s → %s (%s, %s)\n", row.Key.Name, row.Unit,
 			FormatValue(row.Old.Center), FormatValue(row.New.Center), row.deltaText(), row.Cmp.String())
 	}
+	for _, row := range r.AlsoWorseRows() {
+		fmt.Fprintf(w, "WORSE (not the deciding unit %s; does not fail, look at it): %s %s: %s → %s (%s, %s, detectable %s)\n",
+			r.Families[row.Family].Unit, row.Key.Name, row.Unit, rangeText(row.Old), rangeText(row.New), row.deltaText(), row.pText(), row.detectableText())
+	}
 	for _, row := range r.Rows {
 		if row.Suspect() {
-			fmt.Fprintf(w, "suspect (not significant, does not fail): %s %s: %s → %s (%s, %s)\n", row.Key.Name, row.Unit,
-				FormatValue(row.Old.Center), FormatValue(row.New.Center), row.deltaText(), row.Cmp.String())
+			fmt.Fprintf(w, "not significant, worse by more than %s: %s %s: %s → %s (%s, %s)\n", pct(row.Threshold), row.Key.Name, row.Unit,
+				rangeText(row.Old), rangeText(row.New), row.deltaText(), row.pText())
 		}
 	}
 	for _, m := range r.Missing {
@@ -205,11 +218,11 @@ func (r *Report) WriteSummary(w io.Writer) {
 	for _, f := range r.Families {
 		switch {
 		case f.Blind:
-			fmt.Fprintf(w, "UNDECIDED: %s: n=%d+%d runs, %s: it sees only %s of the whole benchmark, more than -detect %s (too noisy: more runs, or a quieter machine)\n",
-				f.Key.Name, f.N1, f.N2, f.testName(), seesText(f.Detectable), pct(r.Opt.Detect))
+			fmt.Fprintf(w, "UNDECIDED: %s: n=%d+%d runs, %s: its %s sees only %s, more than -detect %s (too noisy: more runs, or a quieter machine)\n",
+				f.Key.Name, f.N1, f.N2, f.testName(), f.Unit, seesText(f.Detectable), pct(r.Opt.Detect))
 		case f.Undecided:
-			fmt.Fprintf(w, "UNDECIDED: %s: n=%d+%d runs: its smallest possible p %.2g (%d tests × %.2g) > %.3g (the level it was tested at); needs %d runs per side (-count)\n",
-				f.Key.Name, f.N1, f.N2, float64(f.Tests)*f.minP(), f.Tests, f.minP(), f.Level, RunsNeeded(f.Tests, f.Level))
+			fmt.Fprintf(w, "UNDECIDED: %s: n=%d+%d %s: its smallest possible p %.2g > %.3g (the level it was tested at); needs %d %s per side\n",
+				f.Key.Name, f.N1, f.N2, r.unitName(), f.minP(), f.Level, RunsNeeded(1, f.Level), r.unitName())
 		}
 	}
 	r.writeDecidable(w)
@@ -239,16 +252,13 @@ func (r *Report) writeDecidable(w io.Writer) {
 	}
 	slices.Sort(ds)
 	if d := r.Opt.Detect; d > 0 && d != off {
-		fmt.Fprintf(w, "decidable: %d of %d benchmarks see a slowdown of %s (-detect); smallest slowdown seen for sure, median over the benchmarks %s, largest %s\n",
+		fmt.Fprintf(w, "decidable: %d of %d benchmarks see a slowdown of %s (-detect) in their deciding unit; smallest slowdown seen for sure, median over the benchmarks %s, largest %s\n",
 			r.Decidable(), len(r.Families), pct(d), pct(ds[len(ds)/2]), pct(ds[len(ds)-1]))
 	}
-	if !r.Opt.Paired {
-		return
-	}
-	fmt.Fprintf(w, "tests (-paired): %d benchmarks paired (Wilcoxon signed-rank on the adjacent runs' log ratios, Spearman ρ ≥ %.2g), %d unpaired (Mann-Whitney U):\n",
+	fmt.Fprintf(w, "benchmarks: %d tested paired (Wilcoxon signed-rank on the adjacent runs' log ratios, Spearman ρ ≥ %.2g), %d unpaired (Mann-Whitney U); each by its deciding unit:\n",
 		paired, PairRho, len(r.Families)-paired)
 	for _, f := range r.Families {
-		fmt.Fprintf(w, "  %s: %s, ρ=%.2f, p=%.3g at level %.3g, sees %s\n", f.Key.Name, f.testName(), f.Rho, f.P, f.Level, seesText(f.Detectable))
+		fmt.Fprintf(w, "  %s: decides by %s, %s, ρ=%.2f, p=%.3g at level %.3g, sees %s\n", f.Key.Name, f.Unit, f.testName(), f.Rho, f.P, f.Level, seesText(f.Detectable))
 	}
 }
 
@@ -288,7 +298,7 @@ func (r *Report) writePower(w io.Writer) {
 	byUnit := map[string][]Row{}
 	var units []string
 	for _, row := range r.Rows {
-		if row.Family < 0 || row.Verdict == Unknown || row.Verdict == Disabled {
+		if !row.Deciding {
 			continue
 		}
 		if _, ok := byUnit[row.Unit]; !ok {
@@ -354,4 +364,19 @@ func (r *Report) Outcome(code int) string {
 			few+blind, len(r.Families), why)
 	}
 	return "ERROR: nothing gated to compare (no shared benchmark with a unit of known direction and a threshold)"
+}
+
+// rangeText is a summary's median with its confidence interval, e.g.
+// "1234 [1200, 1250]".
+func rangeText(s benchmath.Summary) string {
+	return fmt.Sprintf("%s [%s, %s]", FormatValue(s.Center), FormatValue(s.Lo), FormatValue(s.Hi))
+}
+
+// unitName names the gate's unit of replication in messages: "runs", or
+// what Options.Replicate collapsed the runs to.
+func (r *Report) unitName() string {
+	if r.Replication != "" {
+		return r.Replication
+	}
+	return "runs"
 }
