@@ -242,23 +242,6 @@ static int rb_take(rb_ctl *c, struct ibv_wc *wc, int got, uint64_t *covered, rb_
 	return recvs;
 }
 
-#ifdef RB_SLOW
-// rb_slow_pay is the self-check slowdown of a test-only build (Go build
-// tag rdmaslow; never in a normal build): it spins, without posting or
-// polling, until the time since `since` has grown by the factor
-// 1 + slow_ppm/10^6, and returns the clock at its end. The spin ends
-// early, returning -1 with RB_STOPPED, when the stop flag is set.
-static int64_t rb_slow_pay(rb_ctl *c, int64_t since, int64_t now) {
-	int64_t until = now + (now - since) * c->slow_ppm / 1000000;
-	for (unsigned spins = 1;; spins++) {
-		if (c->stop)
-			return rb_fail(c, RB_STOPPED), -1;
-		if (spins % 64 == 0 && (now = rb_clock_ns()) >= until)
-			return now;
-	}
-}
-#endif
-
 // rb_run_ping: see rdmatest's package documentation for what a sample is.
 int rb_run_ping(rb_ping *p) {
 	rb_ctl *c = &p->ctl;
@@ -381,12 +364,6 @@ int rb_run_ping(rb_ping *p) {
 		}
 		if (t1 == 0)
 			t1 = rb_clock_ns();
-#ifdef RB_SLOW
-		// The self-check build answers every round trip slower, inside
-		// the sample: samples, ns/op and msgs/s all move by the factor.
-		if (c->slow_ppm > 0 && (t1 = rb_slow_pay(c, t0, t1)) < 0)
-			return c->status;
-#endif
 		p->done_before++;
 		if (i >= 0) {
 			pend = p->halve ? (t1 - t0) / 2 : t1 - t0;
@@ -762,16 +739,6 @@ int rb_run_stream(rb_stream *s) {
 	while (c->recvs < s->expect_recvs)
 		if (rb_stream_reap(s, RB_WAIT_RECVS, 0) < 0)
 			return c->status;
-#ifdef RB_SLOW
-	// The self-check build's stream holds its last completion back:
-	// the run, first post to last completion, takes the factor longer.
-	if (c->slow_ppm > 0 && c->t_first > 0) {
-		int64_t now = rb_slow_pay(c, c->t_first, c->t_last);
-		if (now < 0)
-			return c->status;
-		c->t_last = now;
-	}
-#endif
 	return RB_OK;
 }
 

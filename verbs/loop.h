@@ -69,10 +69,6 @@ typedef struct {
 	// whose receives are to be timed; 0 from the start).
 	int64_t t_recv_first;
 	volatile int64_t recv_mark;
-	// The self-check slowdown (built only with -DRB_SLOW, the Go build
-	// tag rdmaslow): the ping and stream loops take slow_ppm/10^6 longer
-	// (see rb_slow_pay in loop.c). Unused, and 0, in every other build.
-	int64_t slow_ppm;
 } rb_ctl;
 
 // rb_rq keeps one receive queue (a QP's, or an SRQ when srq is set)

@@ -43,6 +43,7 @@ type Loop struct {
 	rpc    *C.rb_rpc
 	prog   *C.rb_prog
 	steps  []Step           // a program's steps (naming a failing one)
+	slow   float64          // the self-check build's slowdown (slow_cgo.go); 0 otherwise
 	frees  []unsafe.Pointer // C allocations, freed by Close
 
 	mu      sync.Mutex
@@ -365,7 +366,7 @@ func (l *Loop) Run() (LoopResult, error) {
 	default:
 		C.rb_run_stream(l.stream)
 	}
-	return l.result(), l.err()
+	return l.slowResult(l.result()), l.err()
 }
 
 // enter marks the loop running for one C call (Run, Warm, Drain), if it

@@ -25,17 +25,18 @@ var histGeometry = func() verbs.HistGeometry {
 // array, laid out as hdrhistogram-go's for the same geometry, is
 // imported and merged (outside the timed region).
 func importLoop(r *hist.Recorder, l *verbs.Loop, res verbs.LoopResult) error {
-	return importCounts(r, l.Counts, res.Samples, res.Overflow)
+	return importCounts(r, l, l.Counts, res.Samples, res.Overflow)
 }
 
 // importCounts adds to r the counts array read copies out of a C loop
 // (samples of them, overflow above the histogram's range).
-func importCounts(r *hist.Recorder, read func([]int64) error, samples, overflow int64) error {
+// The self-check build scales them by l's slowdown (slowCounts).
+func importCounts(r *hist.Recorder, l *verbs.Loop, read func([]int64) error, samples, overflow int64) error {
 	counts := make([]int64, histGeometry.CountsLen())
 	if err := read(counts); err != nil {
 		return err
 	}
-	return r.AddCounts(counts, samples, overflow)
+	return r.AddCounts(slowCounts(l, counts), samples, overflow)
 }
 
 // importCycles returns the cycle samples of the ping loop l (perftest's
@@ -46,7 +47,7 @@ func importCycles(l *verbs.Loop, res verbs.LoopResult) (*hist.Recorder, error) {
 		return nil, fmt.Errorf("rdmatest: verification: the loop recorded %d cycle samples for %d round trips, expected %d", res.CycleSamples, res.Samples, want)
 	}
 	r := hist.NewRecorder()
-	if err := importCounts(r, l.CycleCounts, res.CycleSamples, res.CycleOverflow); err != nil {
+	if err := importCounts(r, l, l.CycleCounts, res.CycleSamples, res.CycleOverflow); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -281,3 +281,23 @@ func writeHlogLocked(dir, name string, r *Recorder) error {
 	}
 	return nil
 }
+
+// ScaleCounts returns counts (laid out as AddCounts takes them) with
+// every sample's value multiplied by f > 0: each recorded value, the
+// highest equivalent to its bucket, times f, in the bucket of that
+// product (to 3 significant digits, as any value). Values above Highest
+// stay in its bucket. The gate's self-check build uses it to slow a
+// loop's percentiles by exactly its factor (verbs.Loop.SetSlowdown).
+func ScaleCounts(counts []int64, f float64) []int64 {
+	snap := &hdrhistogram.Snapshot{LowestTrackableValue: Lowest,
+		HighestTrackableValue: Highest, SignificantFigures: SigFigs, Counts: counts}
+	in, out := hdrhistogram.Import(snap), hdrhistogram.New(Lowest, Highest, SigFigs)
+	for _, bar := range in.Distribution() {
+		if bar.Count == 0 {
+			continue
+		}
+		v := min(int64(float64(bar.To)*f), Highest)
+		_ = out.RecordValues(max(v, Lowest), bar.Count) // in range by construction
+	}
+	return out.Export().Counts
+}
