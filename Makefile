@@ -85,17 +85,22 @@ bench: build
 # runs and -detect 25%: exit 0 pass, 1 regression, 3 some benchmark
 # cannot see 25% (UNDECIDED). COUNT=..., BENCHTIME=... on the command
 # line override the first two. BENCH= picks a subset.
-# make compare SLOW='25%:REGEX' builds NEW with the self-check slowdown
-# of the benchmarks REGEX matches (the gate must catch them); REGEX is
-# passed as written ($ needs no doubling).
+# COMPARE_PROCS processes per side and benchmark (runs rotate among
+# them; the gate checks that they agree: go doc ./ci/gate).
+# make compare SLOW='25%:random10' builds both sides with the self-check
+# tag and reports ten benchmarks drawn at random (seed printed; replay
+# with SLOW='25%:random10:SEED') 25% worse in NEW, SLOW='25%:REGEX' the
+# benchmarks REGEX matches ($ needs no doubling): the gate must name each
+# (or call it UNDECIDED) and nothing else, or make compare fails.
 OLD ?= HEAD
 NEW ?= HEAD
 SLOW ?=
 COMPARE_COUNT ?= $(if $(filter command line environment,$(origin COUNT)),$(COUNT),30)
 COMPARE_BENCHTIME ?= $(if $(filter command line environment,$(origin BENCHTIME)),$(BENCHTIME),0.1s)
 COMPARE_BLOCK ?= 1
+COMPARE_PROCS ?= 3
 compare: build
-	BENCH='$(BENCH)' COUNT='$(COMPARE_COUNT)' BLOCK='$(COMPARE_BLOCK)' BENCHTIME='$(COMPARE_BENCHTIME)' GATEFLAGS='$(GATEFLAGS)' SLOW='$(value SLOW)' bash ci/compare.sh '$(OLD)' '$(NEW)'
+	BENCH='$(BENCH)' COUNT='$(COMPARE_COUNT)' BLOCK='$(COMPARE_BLOCK)' PROCS='$(COMPARE_PROCS)' BENCHTIME='$(COMPARE_BENCHTIME)' GATEFLAGS='$(GATEFLAGS)' SLOW='$(value SLOW)' bash ci/compare.sh '$(OLD)' '$(NEW)'
 
 # make plots RESULTS=results/bench-….txt: SVG and PNG charts next to it;
 # prints the SVG paths (a PNG beside each) and their count.

@@ -23,6 +23,10 @@
 #   BENCH       -test.bench regex              (default .)
 #   COUNT       runs per side of each benchmark (default 30)
 #   BLOCK       runs per turn (default 1: see ci/interleave.sh)
+#   PROCS       processes per side and benchmark (default 1; make compare
+#               passes COMPARE_PROCS): run k of a side comes from process
+#               k mod PROCS, and the gate checks that the processes agree
+#               (go doc ./ci/gate, "Processes")
 #   BENCHTIME   -test.benchtime of the pilot run that fixes each
 #               benchmark's count, N, then run as Nx on both sides
 #               (default 0.1s; a count Nx is used as is)
@@ -32,12 +36,15 @@
 #               (default "go run ./loopback/cmd/rxevm $RXEVM_FLAGS --";
 #               set it empty to run on this host directly)
 #   RXEVM_FLAGS flags for rxevm                (default "-timeout 3h")
-#   SLOW        the gate's self-check: NEW (a git ref) is built with the
-#               test-only tag rdmaslow, whose ping and stream loops run
-#               slower in the benchmarks SLOW names, "PCT:REGEX" (e.g.
-#               "25%:^BenchmarkWriteLat/transport=RC/size=8/inline=false$";
-#               go doc ./rdmatest/internal/engine, slowSpec). The gate
-#               must then name them.
+#   SLOW        the gate's self-check: both sides (git refs) are built
+#               with the test-only tag rdmaslow, and NEW's processes
+#               report the benchmarks SLOW names PCT worse: "PCT:REGEX"
+#               (e.g. "25%:^BenchmarkWriteLat/transport=RC/size=8/inline=false$")
+#               or "PCT:randomK[:SEED]", K benchmarks drawn at random
+#               (seeded, printed; ci/interleave.sh; go doc
+#               ./rdmatest/internal/engine SlowEnv). The gate then runs
+#               with -expect-slow: it exits 0 only if every pick is named
+#               or UNDECIDED and no other benchmark is named, 1 otherwise.
 #   KEEP_WORKTREES=1 keeps the worktrees for inspection.
 #
 # Exit status: the gate's (0 pass, 1 regression or missing, 2 bad input,
@@ -65,7 +72,7 @@ BENCH=${BENCH:-.}
 COUNT=${COUNT:-30}
 BENCHTIME=${BENCHTIME:-0.1s}
 SLOW=${SLOW:-}
-export BLOCK=${BLOCK:-1}
+export BLOCK=${BLOCK:-1} PROCS=${PROCS:-1}
 GATEFLAGS=${GATEFLAGS:-}
 RXEVM_FLAGS=${RXEVM_FLAGS:--timeout 3h}
 RUNNER=${RUNNER-go run ./loopback/cmd/rxevm $RXEVM_FLAGS --}
@@ -103,9 +110,10 @@ prepare() {
 	git worktree add --detach "$work/src-$label" "$commit" >/dev/null
 	worktrees+=("$work/src-$label")
 	local build=(go test -c -o "$work/$label.test")
-	if [[ $label == new && -n $SLOW ]]; then
-		build+=(-tags rdmaslow -ldflags "-X github.com/rdmabench/rdmabench/rdmatest/internal/engine.slowSpec=$SLOW")
-		log "new: the self-check build: benchmarks matching ${SLOW#*:} run ${SLOW%%:*} slower"
+	if [[ -n $SLOW ]]; then
+		# Both sides: the same code, the slowdown only in NEW's processes.
+		build+=(-tags rdmaslow)
+		[[ $label == new ]] && log "new: the self-check: ${SLOW#*:} reported ${SLOW%%:*} worse"
 	fi
 	if ! (cd "$work/src-$label" && "${build[@]}" ./bench_test); then
 		log "$label: go test -c ./bench_test failed at $arg"
@@ -114,7 +122,8 @@ prepare() {
 	printf -v "bin_$label" '%s' "$work/$label.test"
 	printf -v "res_$label" '%s' "$work/$label.txt"
 	local note=
-	[[ $label == new && -n $SLOW ]] && note=" (self-check build: $SLOW slower)"
+	[[ -n $SLOW ]] && note=" (self-check build, tag rdmaslow)"
+	[[ $label == new && -n $SLOW ]] && note=" (self-check build, tag rdmaslow: $SLOW worse)"
 	echo "$label: git $arg = $commit$note" >>"$work/meta.txt"
 }
 
@@ -124,13 +133,13 @@ if [[ -n $SLOW && ! $SLOW =~ ^[0-9.]+%?:.+ ]]; then
 fi
 prepare old "${args[0]}"
 prepare new "${args[1]}"
-if [[ -n $SLOW && $bin_new == - ]]; then
-	log "SLOW needs NEW to be a git ref (it is built with the self-check tag), not a results file"
+if [[ -n $SLOW && ($bin_new == - || $bin_old == -) ]]; then
+	log "SLOW needs OLD and NEW to be git refs (built with the self-check tag), not results files"
 	exit 2
 fi
 {
 	echo "go: $(go version)"
-	echo "BENCH=$BENCH COUNT=$COUNT BLOCK=$BLOCK BENCHTIME=$BENCHTIME BENCHARGS=$BENCHARGS GATEFLAGS=$GATEFLAGS SLOW=$SLOW"
+	echo "BENCH=$BENCH COUNT=$COUNT BLOCK=$BLOCK PROCS=$PROCS BENCHTIME=$BENCHTIME BENCHARGS=$BENCHARGS GATEFLAGS=$GATEFLAGS SLOW=$SLOW"
 	echo "RUNNER=$RUNNER"
 } >>"$work/meta.txt"
 
@@ -138,10 +147,10 @@ log "building the gate"
 go build -o "$work/gate" ./ci/gate # a binary: `go run` turns every failure into exit 1
 
 if [[ $bin_old != - || $bin_new != - ]]; then
-	log "running $COUNT runs per side of each benchmark of -test.bench '$BENCH', taking turns by $BLOCK, ABBA within the benchmark (results in $work)"
+	log "running $COUNT runs per side of each benchmark of -test.bench '$BENCH' from $PROCS processes a side, taking turns by $BLOCK, ABBA within the benchmark (results in $work)"
 	rc=0
 	# shellcheck disable=SC2086 # RUNNER is a command prefix.
-	$RUNNER bash ci/interleave.sh "$bin_old" "$bin_new" "$work" "$COUNT" "$BENCH" || rc=$?
+	SLOW=$SLOW $RUNNER bash ci/interleave.sh "$bin_old" "$bin_new" "$work" "$COUNT" "$BENCH" || rc=$?
 	if [[ $rc -ne 0 ]]; then
 		log "benchmark runs failed (runner exit $rc); partial results in $work"
 		exit 4
@@ -152,7 +161,12 @@ fi
 # results carry a configuration line of their own.
 pre=()
 [[ $bin_old != - && $bin_new != - ]] && pre+=(-paired)
-[[ -n $SLOW ]] && pre+=(-ignore-config cpu,rdma-node-guid,rdma-selfcheck-slowdown)
+if [[ -n $SLOW ]]; then
+	pre+=(-ignore-config cpu,rdma-node-guid,rdma-selfcheck-slowdown)
+	spec=$(cat "$work/slow.txt")
+	pre+=(-expect-slow "${spec#*:}")
+	echo "self-check: $spec" >>"$work/meta.txt"
+fi
 rc=0
 # shellcheck disable=SC2086 # GATEFLAGS is a list of flags.
 "$work/gate" "${pre[@]}" $GATEFLAGS "$res_old" "$res_new" >"$work/gate.txt" || rc=$?

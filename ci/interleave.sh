@@ -39,6 +39,24 @@
 # so OUTDIR and the binaries must be under the shared (read-write) repo
 # directory, not /tmp.
 #
+# The gate's self-check (SLOW, set by ci/compare.sh): NEW's processes get
+# RDMA_SELFCHECK_SLOW (go doc ./rdmatest/internal/engine, SlowEnv), which
+# makes the benchmarks it names worse in a binary built with the tag
+# rdmaslow. SLOW is "PCT:REGEX" as given, or "PCT:randomK[:SEED]": K of
+# the listed benchmarks drawn at random after the pilots, by SEED (a
+# number; default: the clock's nanoseconds, printed), each name ranked by
+# sha256 of SEED and the name, so that a seed replays its draw. The spec
+# used is written to OUTDIR/slow.txt.
+#
+# PROCS (default 1) processes per side and benchmark: all of a
+# benchmark's processes are started, and made ready, before its first run,
+# and run k of a side comes from its process k mod PROCS, so that the
+# gate can tell a process's offset (buffer placement, QP numbers, which
+# vCPU got which thread: fixed for a process's life) from a change of the
+# build (go doc ./ci/gate: -paired with processes). Every run's lines in
+# old.txt and new.txt follow a configuration line "rdma-process: LABEL"
+# (old1, new2, ...) naming its process.
+#
 # Environment: BLOCK (runs per turn, default 1), BENCHTIME (the pilot's
 # -test.benchtime, default 1s, or a fixed count Nx for every run),
 # BENCHARGS (extra test binary flags, e.g. "-test.benchmem"), TURN_WAIT
@@ -114,29 +132,47 @@ exact() {
 # that started it adds "status RC" when it has ended, so that every read
 # here ends with a message (or the TURN_WAIT deadline, seconds).
 tdir=$(mktemp -d)
-declare -A pid fd_in fd_out next rcs
+declare -A pid fd_in fd_out next rcs copied
 # stop PID: end a benchmark process started by start (the binary is the
 # child of the shell PID names).
 stop() { pkill -P "$1" 2>/dev/null || true; kill "$1" 2>/dev/null || true; }
 trap 'for p in "${pid[@]}"; do stop "$p"; done; rm -rf "$tdir"' EXIT
 
-# start LABEL BIN PATTERN: start BIN on PATTERN with -test.count COUNT,
-# taking turns, its output appended to LABEL.txt.
+# start LABEL BIN PATTERN N: start BIN on PATTERN with -test.count N,
+# taking turns; LABEL is the side and the process's number (old1, new2),
+# its output kept in the process's own file until flush copies it.
 start() {
-	local label=$1 bin=$2 pattern=$3 fin fout
+	local label=$1 bin=$2 pattern=$3 n=$4 fin fout
 	rm -f "$tdir/$label.in" "$tdir/$label.out"
+	: >"$tdir/$label.res"
 	mkfifo "$tdir/$label.in" "$tdir/$label.out"
 	exec {fin}<>"$tdir/$label.in" {fout}<>"$tdir/$label.out"
-	fd_in[$label]=$fin fd_out[$label]=$fout next[$label]= rcs[$label]=
+	fd_in[$label]=$fin fd_out[$label]=$fout next[$label]= rcs[$label]= copied[$label]=0
 	(
 		rc=0
+		[[ $label == new* && -n $slow_spec ]] && export RDMA_SELFCHECK_SLOW=$slow_spec
 		# shellcheck disable=SC2086 # BENCHARGS is a list of flags.
 		(cd "$rundir" && RDMA_TURN=$tdir/$label.in,$tdir/$label.out exec "$bin" -test.run '^$' -test.bench "$pattern" \
-			-test.count "$count" -test.benchtime "$fixed" ${BENCHARGS:-}) \
-			>>"$outdir/$label.txt" 2>>"$outdir/$label.stderr" || rc=$?
+			-test.count "$n" -test.benchtime "$fixed" ${BENCHARGS:-}) \
+			>>"$tdir/$label.res" 2>>"$outdir/${label%%[0-9]*}.stderr" || rc=$?
 		echo "status $rc" >&"$fout"
 	) &
 	pid[$label]=$!
+}
+
+# flush LABEL: append what LABEL's process wrote since the last flush to
+# its side's file (old.txt, new.txt), after a configuration line
+# "rdma-process: LABEL" that ties the runs to their process (the gate
+# reads it; it is no part of a benchmark's configuration).
+flush() {
+	local label=$1 size
+	size=$(stat -c %s "$tdir/$label.res")
+	((size > copied[$label])) || return 0
+	{
+		echo "rdma-process: $label"
+		tail -c +$((copied[$label] + 1)) "$tdir/$label.res" | head -c $((size - copied[$label]))
+	} >>"$outdir/${label%%[0-9]*}.txt"
+	copied[$label]=$size
 }
 
 # message LABEL: the process's next message into msg: "ready NAME",
@@ -165,9 +201,10 @@ finish() {
 	said=$msg
 	while [[ -z ${rcs[$label]} ]]; do message "$label"; done
 	exec {fd_in[$label]}>&- {fd_out[$label]}>&-
+	flush "$label"
 	if [[ $said != exit || ${rcs[$label]} != 0 ]]; then
 		echo "interleave.sh: $label: ended with '$said' where exit was due" >&2
-		fail "$label" "run (exit ${rcs[$label]})" "$outdir/$label.txt" "$outdir/$label.stderr"
+		fail "$label" "run (exit ${rcs[$label]})" "$tdir/$label.res" "$outdir/${label%%[0-9]*}.stderr"
 	fi
 }
 
@@ -191,6 +228,7 @@ turn() {
 		msg=exit
 	fi
 	next[$label]=$msg
+	flush "$label"
 	echo "interleave.sh: $where $label: ${msg%% *} after $((SECONDS - t0)) s" >&2
 }
 
@@ -203,33 +241,83 @@ turn() {
 names=() counts=()
 while read -r name n; do names+=("$name") counts+=("$n"); done <"$outdir/list.txt"
 ((${#names[@]} > 0)) || { echo "interleave.sh: -test.bench '$bench' selects no benchmark in either binary" >&2; exit 1; }
+
+# The self-check's slowdown of NEW (see above): as given, or drawn.
+slow_spec=
+if [[ -n ${SLOW:-} ]]; then
+	pct=${SLOW%%:*} what=${SLOW#*:}
+	if [[ $what =~ ^random([1-9][0-9]*)(:([0-9]+))?$ ]]; then
+		k=${BASH_REMATCH[1]} seed=${BASH_REMATCH[3]:-$(date +%s%N)}
+		((k <= ${#names[@]})) || { echo "interleave.sh: SLOW=$SLOW: draws $k of only ${#names[@]} benchmarks" >&2; exit 2; }
+		mapfile -t drawn < <(for n in "${names[@]}"; do printf '%s %s\n' "$(printf '%s:%s' "$seed" "$n" | sha256sum | cut -c1-16)" "$n"; done | sort | head -n "$k" | cut -d' ' -f2)
+		alts=()
+		for n in "${drawn[@]}"; do alts+=("$(sed -e 's/[][\\.*^$+?(){}|]/\\&/g' <<<"$n")"); done
+		slow_spec="$pct:^($(IFS='|'; echo "${alts[*]}"))\$"
+		echo "interleave.sh: self-check: seed $seed drew $k of ${#names[@]} benchmarks to run $pct worse in NEW (replay: SLOW=$pct:random$k:$seed):" >&2
+		printf '  %s\n' "${drawn[@]}" >&2
+	else
+		slow_spec=$SLOW
+	fi
+	printf '%s\n' "$slow_spec" >"$outdir/slow.txt"
+fi
+procs=${PROCS:-1}
+[[ $procs =~ ^[1-9][0-9]*$ && $procs -le $count ]] || { echo "interleave.sh: PROCS must be a whole number from 1 to COUNT ($count), got '$procs'" >&2; exit 2; }
+((procs == 1 || block == 1)) || { echo "interleave.sh: PROCS=$procs takes turns run by run: BLOCK must be 1, got $block" >&2; exit 2; }
 blocks=$(((count + block - 1) / block))
-echo "interleave.sh: ${#names[@]} benchmarks (list in $outdir/list.txt), each $count runs per side in $blocks blocks of ≤ $block runs, ABBA by block: old new, new old, ..." >&2
+if ((procs == 1)); then
+	echo "interleave.sh: ${#names[@]} benchmarks (list in $outdir/list.txt), each $count runs per side in $blocks blocks of ≤ $block runs, ABBA by block: old new, new old, ..." >&2
+else
+	echo "interleave.sh: ${#names[@]} benchmarks (list in $outdir/list.txt), each $count runs per side from $procs processes per side, one run a turn, ABBA: old1 new1, new2 old2, old3 new3, ..." >&2
+fi
 start_all=$SECONDS
 for ((b = 0; b < ${#names[@]}; b++)); do
 	name=${names[b]} pattern=$(exact "${names[b]}") fixed=${counts[b]}x
 	[[ $benchtime == *x ]] && fixed=$benchtime
-	sides=()
-	for label in old new; do
-		bin=${label}_bin
-		[[ ${!bin} == - ]] || { start "$label" "${!bin}" "$pattern"; sides+=("$label"); }
+	sides=() labels=()
+	for side in old new; do
+		bin=${side}_bin
+		[[ ${!bin} == - ]] && continue
+		sides+=("$side")
+		for ((p = 1; p <= procs; p++)); do
+			# Process p makes runs p-1, p-1+procs, ... of its side.
+			start "$side$p" "${!bin}" "$pattern" $(((count - p + procs) / procs))
+			labels+=("$side$p")
+		done
 	done
-	# Both processes started and waiting before the first run.
-	for label in "${sides[@]}"; do
+	# Every process started and waiting before the first run.
+	for label in "${labels[@]}"; do
 		message "$label"
 		next[$label]=$msg
 	done
-	for ((j = 0; j < blocks; j++)); do
-		runs=$((count - j * block))
-		((runs > block)) && runs=$block
-		order=("${sides[@]}")
-		((j % 2)) && ((${#sides[@]} == 2)) && order=(new old)
-		for label in "${order[@]}"; do
-			for ((k = 0; k < runs; k++)); do
-				turn "$label" "[$((b + 1))/${#names[@]} $name block $((j + 1))/$blocks]"
+	where="[$((b + 1))/${#names[@]} $name"
+	if ((procs == 1)); then
+		for ((j = 0; j < blocks; j++)); do
+			runs=$((count - j * block))
+			((runs > block)) && runs=$block
+			order=("${sides[@]}")
+			((j % 2)) && ((${#sides[@]} == 2)) && order=(new old)
+			for side in "${order[@]}"; do
+				for ((k = 0; k < runs; k++)); do
+					turn "${side}1" "$where block $((j + 1))/$blocks]"
+				done
 			done
 		done
-	done
-	for label in "${sides[@]}"; do finish "$label"; done
+	else
+		for ((j = 0; j < count; j++)); do
+			p=$((j % procs + 1))
+			# ABBA: the order flips from one pair of runs to the next,
+			# and, with an even number of processes, from one round of
+			# the processes to the next, so that no process always goes
+			# first.
+			parity=$((j % 2))
+			((procs % 2 == 0)) && parity=$(((j + j / procs) % 2))
+			order=("${sides[@]}")
+			((parity)) && ((${#sides[@]} == 2)) && order=(new old)
+			for side in "${order[@]}"; do
+				turn "$side$p" "$where run $((j + 1))/$count]"
+			done
+		done
+	fi
+	for label in "${labels[@]}"; do finish "$label"; done
 done
 echo "interleave.sh: done in $((SECONDS - start_all)) s" >&2

@@ -38,10 +38,10 @@ awk '/^Benchmark/ {
 go run golang.org/x/perf/cmd/benchstat "$dir/runs.txt"
 go build -o "$dir/gate" ./ci/gate
 rc=0
-"$dir/gate" -detect off "$dir/runs.txt" "$dir/runs.txt" >"$dir/same.out" || rc=$?
+"$dir/gate" -replicate runs -detect off "$dir/runs.txt" "$dir/runs.txt" >"$dir/same.out" || rc=$?
 ((rc == 0)) || { cat "$dir/same.out"; echo "owngate: the gate exited $rc on identical input, want 0" >&2; exit 1; }
 rc=0
-"$dir/gate" -detect off "$dir/runs.txt" "$dir/worse.txt" >"$dir/worse.out" || rc=$?
+"$dir/gate" -replicate runs -detect off "$dir/runs.txt" "$dir/worse.txt" >"$dir/worse.out" || rc=$?
 grep -E '^(REGRESSION|result)' "$dir/worse.out" || true
 ((rc == 1)) || { cat "$dir/worse.out"; echo "owngate: the gate exited $rc on a copy 10x worse, want 1" >&2; exit 1; }
 grep -q '^REGRESSION: Commit/size=4096' "$dir/worse.out" || { cat "$dir/worse.out"; echo "owngate: the gate does not name Commit/size=4096" >&2; exit 1; }

@@ -125,7 +125,10 @@ func TestGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runGate(t, tt.args...)
+			// The synthetic files are runs of one boot a side: compared
+			// run by run here, as make compare's paired runs are; the
+			// stored-file default (boots) has its own test below.
+			code, stdout, stderr := runGate(t, append([]string{"-replicate", "runs"}, tt.args...)...)
 			all := stdout + stderr
 			assert.Equal(t, tt.code, code, "output:\n%s", all)
 			for _, w := range tt.want {
@@ -136,6 +139,42 @@ func TestGate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Stored files are compared boot against boot (-replicate auto without
+// -paired): a file whose runs all come from one boot, or that does not
+// say (no rdma-boot lines), cannot decide, and the gate says what is
+// missing; with enough boots a side it decides.
+func TestStoredFilesNeedBoots(t *testing.T) {
+	code, stdout, _ := runGate(t, fixture("base.txt"), fixture("regress.txt"))
+	assert.Equal(t, gate.ExitUndecided, code, stdout)
+	assert.Contains(t, stdout, "replication: one sample is a boot")
+	assert.Contains(t, stdout, "CANNOT DECIDE: OLD holds runs of 1 boot (the rdma-boot lines)")
+	assert.Contains(t, stdout, "needs runs from at least 5 boots")
+	assert.NotContains(t, stdout, "result: PASS")
+
+	dir := t.TempDir()
+	write := func(name string, slower float64) string {
+		var sb strings.Builder
+		sb.WriteString("Unit p50-ns better=lower\n")
+		for boot := range 8 {
+			fmt.Fprintf(&sb, "rdma-boot: %s-%d\n", name, boot)
+			for run := range 3 {
+				fmt.Fprintf(&sb, "BenchmarkWriteLat/size=8-2 1000 %.0f p50-ns\n", (10000+float64(100*((boot*7+run)%5)))*slower)
+			}
+		}
+		path := filepath.Join(dir, name+".txt")
+		require.NoError(t, os.WriteFile(path, []byte(sb.String()), 0o644))
+		return path
+	}
+	code, stdout, _ = runGate(t, write("a", 1), write("b", 1.3))
+	assert.Equal(t, gate.ExitRegression, code, stdout)
+	assert.Contains(t, stdout, "OLD 8, NEW 8 boots")
+	assert.Contains(t, stdout, "REGRESSION: WriteLat/size=8-2 p50-ns")
+
+	code, stdout, stderr := runGate(t, "-replicate", "hosts", fixture("base.txt"), fixture("base.txt"))
+	assert.Equal(t, gate.ExitInput, code, stdout)
+	assert.Contains(t, stderr, `-replicate "hosts": want auto, runs, processes or boots`)
 }
 
 func TestSuspectRow(t *testing.T) {
@@ -153,7 +192,7 @@ func TestSuspectRow(t *testing.T) {
 	}
 	oldPath := write("old.txt", 100, 101, 102, 103, 104, 105)
 	newPath := write("new.txt", 100, 101, 102, 130, 131, 132)
-	code, stdout, _ := runGate(t, oldPath, newPath)
+	code, stdout, _ := runGate(t, "-replicate", "runs", oldPath, newPath)
 	assert.Equal(t, gate.ExitOK, code, stdout)
 	assert.Contains(t, stdout, "not significant, worse by more than 5.0%: X-2 ns/op: 102.50 [100, 105] → 116 [100, 132] (+13.2%")
 	assert.Contains(t, stdout, "ok: not significant, but median worse by 13.2% > 5.0%")

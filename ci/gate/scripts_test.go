@@ -171,7 +171,7 @@ func TestInterleaveScriptNoTurns(t *testing.T) {
 	oldBin, newBin := fakeBinary(t, dir, "old", false, true), fakeBinary(t, dir, "new", false, false)
 	code, log := runInterleave(t, oldBin, newBin, filepath.Join(dir, "out"), "3", ".")
 	assert.Equal(t, 1, code, log)
-	assert.Contains(t, log, "new: got 'status 0' where a run was due")
+	assert.Contains(t, log, "new1: got 'status 0' where a run was due")
 }
 
 func TestInterleaveScriptOneSide(t *testing.T) {
@@ -277,4 +277,42 @@ func TestSkipsScript(t *testing.T) {
 	out2, err := cmd.CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out2), "usage: ci/skips.sh LOG PASS WHAT")
+}
+
+// TestInterleaveScriptProcesses: with PROCS=2 every benchmark has two
+// processes a side, started before its first run; run k of a side comes
+// from process k mod 2, pairs alternate ABBA, and every run in old.txt
+// and new.txt carries its process's label, which the gate reads per run
+// and keeps out of the benchmark's configuration.
+func TestInterleaveScriptProcesses(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not installed")
+	}
+	dir := t.TempDir()
+	oldBin, newBin := fakeBinary(t, dir, "old", false, true), fakeBinary(t, dir, "new", false, true)
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bash, "../interleave.sh", oldBin, newBin, out, "4", "^BenchmarkFake$")
+	cmd.Env = append(os.Environ(), "BENCHTIME=3x", "BLOCK=1", "PROCS=2")
+	log, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(log))
+	assert.Contains(t, string(log), "from 2 processes per side")
+	assert.Contains(t, string(log), "[1/2 BenchmarkFake/size=8 run 2/4] new2")
+
+	for _, side := range []string{"old", "new"} {
+		s, err := gate.ReadFile(filepath.Join(out, side+".txt"), nil)
+		require.NoError(t, err)
+		require.Len(t, s.Order, 2, "the process label is no part of the key")
+		b := s.Benches[s.Order[0]]
+		// The fake prints both benchmarks on every run: 4 runs of each
+		// of the two benchmarks, from processes 1, 2, 1, 2.
+		p1, p2 := side+"1", side+"2"
+		assert.Equal(t, []string{p1, p2, p1, p2, p1, p2, p1, p2}, b.Procs)
+	}
+
+	cmd = exec.Command(bash, "../interleave.sh", oldBin, newBin, out, "4", "^BenchmarkFake$")
+	cmd.Env = append(os.Environ(), "BENCHTIME=3x", "BLOCK=2", "PROCS=2")
+	log, err = cmd.CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(log), "PROCS=2 takes turns run by run: BLOCK must be 1")
 }

@@ -124,6 +124,11 @@ func Config() [][2]string {
 		d.Close()
 	}
 	cfg = append(cfg, [2]string{"kernel", kernelRelease()}, [2]string{"rdma-core", rdmaCoreVersion()})
+	// Which boot made the runs: the gate compares stored files boot
+	// against boot (go doc ./ci/gate, -replicate), never pairing by it.
+	if id := bootID(); id != "" {
+		cfg = append(cfg, [2]string{"rdma-boot", id})
+	}
 	if o, err := flags.Opts(); err == nil {
 		// How latency runs work and start (rdmatest's doc: the samples),
 		// only where they differ from the defaults: a run with other
@@ -160,6 +165,15 @@ func orNone(s string) string {
 // guid formats a node GUID as ibv_devinfo does (xxxx:xxxx:xxxx:xxxx).
 func guid(g uint64) string {
 	return fmt.Sprintf("%04x:%04x:%04x:%04x", g>>48, g>>32&0xffff, g>>16&0xffff, g&0xffff)
+}
+
+// bootID is the kernel's random boot id ("" if it cannot be read).
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func kernelRelease() string {

@@ -139,6 +139,7 @@ type Report struct {
 	// runs were collapsed to one median per boot or process (see
 	// Collapse).
 	Replication string
+	groups      [2]int // OLD's and NEW's boots or processes (Replication)
 	// Lone is the level a benchmark's p-value must reach when it is the
 	// only one that changed: the first Holm–Šidák step, 1−(1−Alpha)^(1/m)
 	// for m = len(Families) (Alpha without correction).
@@ -148,6 +149,11 @@ type Report struct {
 // Compare pairs the benchmarks of old and cur (NEW) and compares each unit.
 func Compare(old, cur *Set, opt Options) *Report {
 	rep := &Report{Opt: opt}
+	if by := opt.Replicate; by == ByBoot || by == ByProcess {
+		rep.Replication = by
+		rep.groups = [2]int{Groups(old, by), Groups(cur, by)}
+		old, cur = Collapse(old, by), Collapse(cur, by)
+	}
 	meta := mergeUnits(old.Units, cur.Units)
 	thr := benchmath.DefaultThresholds
 	thr.CompareAlpha = opt.Alpha
@@ -232,7 +238,7 @@ func Compare(old, cur *Set, opt Options) *Report {
 			rep.Rows = append(rep.Rows, row)
 		}
 	}
-	rep.testBenchmarks()
+	rep.testBenchmarks(old, cur)
 	for i := range rep.Rows {
 		row := &rep.Rows[i]
 		row.Verdict = rep.verdict(*row)

@@ -50,6 +50,17 @@ type Family struct {
 	Detectable float64
 	// Blind: Detectable > Options.Detect, and not Significant.
 	Blind bool
+	// ProcessPairs counts the pairs of processes (OLD's, NEW's) that made
+	// the paired runs (ci/interleave.sh PROCS; 0 without rdma-process
+	// lines). ProcessP is the check that they agree (see processCheck;
+	// NaN when not made), ProcessSD the spread of their mean log ratios
+	// beyond their runs' (a fraction).
+	ProcessPairs        int
+	ProcessP, ProcessSD float64
+	// ProcessesDiffer: ProcessP ≤ ProcessLevel. The runs of one process
+	// share an offset, so they are not the unit: the benchmark is
+	// UNDECIDED (never a regression or a pass on them).
+	ProcessesDiffer bool
 }
 
 // minP is the smallest p-value the family's test can produce.
@@ -64,7 +75,7 @@ func (f *Family) minP() float64 {
 // benchmark, tests each by its deciding unit, and corrects across them
 // with the Holm–Šidák step-down procedure. Every other gated row is
 // tested on its own at the level of a lone benchmark (Report.Lone).
-func (r *Report) testBenchmarks() {
+func (r *Report) testBenchmarks(old, cur *Set) {
 	byKey := map[Key][]int{}
 	var keys []Key
 	for i, row := range r.Rows {
@@ -100,6 +111,10 @@ func (r *Report) testBenchmarks() {
 		f := &r.Families[i]
 		f.Improved = f.PBetter <= r.Lone
 		f.Undecided = !f.Significant && f.minP() > f.Level
+		r.processCheck(f, old.Benches[f.Key], cur.Benches[f.Key])
+		if f.ProcessP <= ProcessLevel {
+			f.ProcessesDiffer, f.Significant, f.Improved, f.Undecided = true, false, false, true
+		}
 		if r.Opt.skipPower {
 			continue
 		}

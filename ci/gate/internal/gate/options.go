@@ -63,6 +63,9 @@ type Options struct {
 	// whose Family.Detectable exceeds it is UNDECIDED, not a pass (0 or
 	// +Inf: no such requirement).
 	Detect float64
+	// Replicate is the unit of replication: ByRun ("" too), ByProcess
+	// or ByBoot (see Collapse). -replicate.
+	Replicate string
 	// Decide overrides the deciding unit per family (the benchmark
 	// name's first element, e.g. "SendLat": "p99-ns"); see
 	// DecidingUnit. -decide.

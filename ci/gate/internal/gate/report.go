@@ -130,6 +130,7 @@ func (r *Report) WriteTable(w io.Writer, oldPath, newPath string) error {
 	fmt.Fprintf(w, "  ±: %.0f%% confidence interval of the median, as %% of the median; delta = (new−old)/old of the medians;\n", Confidence*100)
 	fmt.Fprintf(w, "  p: two-sided Mann-Whitney U test of the row alone, n = runs OLD+NEW, or for a paired benchmark (-paired) the signed-rank test of its n pairs (shown; the decision is per benchmark)\n")
 	fmt.Fprintf(w, "  decides: the benchmark's deciding unit (p50-ns for latency benchmarks, else MB/s, msgs/s, ops/s; -decide); the other units are tested and shown, and one significantly worse is named WORSE, but does not fail the gate\n")
+	fmt.Fprintf(w, "  replication: one sample is %s\n", r.replicationText())
 	fmt.Fprintf(w, "  significant: %s\n", r.significanceText())
 	fmt.Fprintf(w, "  regression: the deciding unit significantly worse, and its median worse by more than the threshold;\n")
 	fmt.Fprintf(w, "    B/op and allocs/op (not tests): the median grew by more than the threshold in the unit\n")
@@ -215,9 +216,19 @@ func (r *Report) WriteSummary(w io.Writer) {
 	for _, k := range r.Added {
 		fmt.Fprintf(w, "new in NEW (not gated): %s\n", k.Name)
 	}
+	if r.Replication == ByBoot || r.Replication == ByProcess {
+		for i, side := range []string{"OLD", "NEW"} {
+			if r.groups[i] < 2 {
+				fmt.Fprintf(w, "CANNOT DECIDE: %s holds runs of %d %s (the %s lines): this comparison's unit is the %s (runs of one share its state: a stored file's runs were made minutes or reboots from the other side's), so each side needs runs from at least %d %s (a make bench after each of that many reboots, appended to one file), or compare builds with make compare (one boot, paired runs, -replicate runs)\n",
+					side, r.groups[i], one(r.Replication, r.groups[i]), replicationKey(r.Replication), one(r.Replication, 1), RunsNeeded(1, r.Lone), r.Replication)
+			}
+		}
+	}
 	for _, f := range r.Families {
 		switch {
-		case f.Blind:
+		case f.ProcessesDiffer:
+			fmt.Fprintf(w, "UNDECIDED: %s: its %d process pairs disagree (Kruskal–Wallis permutation p=%.2g ≤ %g; between-process spread ≈ %s): runs of one process share an offset, so they are not independent samples; run more processes (PROCS) or a quieter machine\n",
+				f.Key.Name, f.ProcessPairs, f.ProcessP, ProcessLevel, pct(f.ProcessSD))
 			fmt.Fprintf(w, "UNDECIDED: %s: n=%d+%d runs, %s: its %s sees only %s, more than -detect %s (too noisy: more runs, or a quieter machine)\n",
 				f.Key.Name, f.N1, f.N2, f.testName(), f.Unit, seesText(f.Detectable), pct(r.Opt.Detect))
 		case f.Undecided:
@@ -226,6 +237,7 @@ func (r *Report) WriteSummary(w io.Writer) {
 		}
 	}
 	r.writeDecidable(w)
+	r.writeProcesses(w)
 	r.writePower(w)
 	if len(r.UnknownUnits) > 0 {
 		fmt.Fprintf(w, "not gated, direction unknown (declare with a \"Unit <unit> better=lower|higher\" line): %s\n",
@@ -320,9 +332,9 @@ func (r *Report) writePower(w io.Writer) {
 			}
 		}
 		slices.Sort(ds)
-		runs := fmt.Sprintf("%d runs per side", worst.Cmp.N1)
+		runs := fmt.Sprintf("%d %s per side", worst.Cmp.N1, r.unitName())
 		if worst.Cmp.N1 != worst.Cmp.N2 {
-			runs = fmt.Sprintf("%d+%d runs", worst.Cmp.N1, worst.Cmp.N2)
+			runs = fmt.Sprintf("%d+%d %s", worst.Cmp.N1, worst.Cmp.N2, r.unitName())
 		}
 		if worst.Detectable == off {
 			fmt.Fprintf(w, "  with %s, no %s regression of %s could fail the gate (too few runs, or values ≤ 0)\n", runs, u, worst.Key.Name)
@@ -347,9 +359,11 @@ func (r *Report) Outcome(code int) string {
 	case ExitRegression:
 		return fmt.Sprintf("FAIL: %d regressions, %d missing in NEW", len(r.Regressions()), len(r.Missing))
 	case ExitUndecided:
-		blind, few := 0, 0
+		blind, few, procs := 0, 0, 0
 		for _, f := range r.Families {
 			switch {
+			case f.ProcessesDiffer:
+				procs++
 			case f.Blind:
 				blind++
 			case f.Undecided:
@@ -360,8 +374,11 @@ func (r *Report) Outcome(code int) string {
 		if d := r.Opt.Detect; d > 0 && d != off {
 			why = fmt.Sprintf("%d too noisy to see %s, %s", blind, pct(d), why)
 		}
+		if procs > 0 {
+			why += fmt.Sprintf(", %d whose processes disagree", procs)
+		}
 		return fmt.Sprintf("CANNOT DECIDE: no regression found, but %d of %d benchmarks are UNDECIDED (%s; -allow-undecided accepts this)",
-			few+blind, len(r.Families), why)
+			few+blind+procs, len(r.Families), why)
 	}
 	return "ERROR: nothing gated to compare (no shared benchmark with a unit of known direction and a threshold)"
 }
@@ -379,4 +396,47 @@ func (r *Report) unitName() string {
 		return r.Replication
 	}
 	return "runs"
+}
+
+// writeProcesses prints, for paired runs from several processes a side,
+// how far the processes' offsets spread beyond their runs' (the process
+// component of the variance, per benchmark).
+func (r *Report) writeProcesses(w io.Writer) {
+	var sds []float64
+	worst, differ := -1, 0
+	for i, f := range r.Families {
+		if math.IsNaN(f.ProcessSD) || f.ProcessPairs < 2 {
+			continue
+		}
+		sds = append(sds, f.ProcessSD)
+		if worst < 0 || f.ProcessSD > r.Families[worst].ProcessSD {
+			worst = i
+		}
+		if f.ProcessesDiffer {
+			differ++
+		}
+	}
+	if len(sds) == 0 {
+		return
+	}
+	slices.Sort(sds)
+	f := r.Families[worst]
+	fmt.Fprintf(w, "processes: %d benchmarks with runs from several process pairs; spread of the pairs' offsets beyond their runs' (deciding unit): median %s, largest %s (%s, %d pairs, p=%.2g); %d disagree at p ≤ %g (UNDECIDED)\n",
+		len(sds), pct(sds[len(sds)/2]), pct(f.ProcessSD), f.Key.Name, f.ProcessPairs, f.ProcessP, differ, ProcessLevel)
+}
+
+// one is the unit of replication units, singular for n = 1 ("boot").
+func one(units string, n int) string {
+	if n != 1 {
+		return units
+	}
+	return map[string]string{ByBoot: "boot", ByProcess: "process", ByRun: "run"}[units]
+}
+
+// replicationKey is the configuration line that labels a unit.
+func replicationKey(by string) string {
+	if by == ByBoot {
+		return BootKey
+	}
+	return ProcessKey
 }

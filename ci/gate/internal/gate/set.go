@@ -39,7 +39,19 @@ type Bench struct {
 	Tidy map[string]string
 	// Runs counts the result lines of the benchmark.
 	Runs int
+	// Procs and Boots name, per run, the process and the boot that made
+	// it: the configuration lines rdma-process (ci/interleave.sh) and
+	// rdma-boot (the engine: the kernel's boot_id), "" where absent.
+	// They are replication labels, never part of Key.
+	Procs, Boots []string
 }
+
+// Replication labels: configuration lines that say which process and
+// which boot made a run. They never take part in pairing.
+const (
+	ProcessKey = "rdma-process"
+	BootKey    = "rdma-boot"
+)
 
 // samples returns the values of unit, and ok false for a unit absent
 // from this benchmark's runs. A /run unit (results.PerRun) that some run
@@ -110,8 +122,14 @@ func ReadSet(r io.Reader, path string, ignore map[string]bool) (*Set, error) {
 // that a run did not report counted 0 in it.
 func (s *Set) add(res *results.Result, ignore map[string]bool) {
 	var cfg []string
+	var proc, boot string
 	for k, v := range res.Configs() {
-		if !ignore[k] {
+		switch {
+		case k == ProcessKey:
+			proc = v
+		case k == BootKey:
+			boot = v
+		case !ignore[k]:
 			cfg = append(cfg, k+"="+v)
 		}
 	}
@@ -124,6 +142,8 @@ func (s *Set) add(res *results.Result, ignore map[string]bool) {
 		s.Order = append(s.Order, key)
 	}
 	b.Runs++
+	b.Procs = append(b.Procs, proc)
+	b.Boots = append(b.Boots, boot)
 	for _, v := range res.Values {
 		if _, ok := b.Samples[v.Unit]; !ok {
 			b.Units = append(b.Units, v.Unit)
