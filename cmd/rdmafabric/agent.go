@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/coord"
@@ -30,13 +32,12 @@ type remoteAgent struct {
 	iters int
 }
 
-// connect dials the agent and authenticates; the connection is closed
-// when ctx ends.
+// connect dials the agent (dialAgent: a refusal is retried within
+// a.dial) and authenticates; the connection is closed when ctx ends.
 func (a *remoteAgent) connect(ctx context.Context) (net.Conn, func(), error) {
-	d := net.Dialer{Timeout: a.dial}
-	conn, err := d.DialContext(ctx, "tcp", a.addr)
+	conn, err := dialAgent(ctx, a.addr, a.dial)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agent %s at %s: %w", a.node, a.addr, err)
+		return nil, nil, fmt.Errorf("agent %s: %w", a.node, err)
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	done := func() { stop(); conn.Close() }
@@ -127,4 +128,65 @@ func itersFor(name string) int {
 		return 1000
 	}
 	return 5000
+}
+
+// dialAgent connects to the agent at addr, trying again while the
+// answer is "not listening yet" until window has passed. The agents and
+// the coordinator start side by side (srun … rdmapeer -agent & then
+// rdmafabric run, as docs/fabric.md shows; a Kubernetes Job beside the
+// agents' Indexed Job), and nothing tells the coordinator when an agent
+// listens: an agent still starting refuses the connection
+// (ECONNREFUSED), and under Kubernetes its name may not be in DNS yet
+// (not found). Those are retried, 50 ms apart at first and at most 1 s;
+// any other error (a timeout, no route) is the answer. The error after
+// the last try names the address, the tries and the window, and wraps
+// the last cause (errors.Is(err, syscall.ECONNREFUSED)).
+func dialAgent(ctx context.Context, addr string, window time.Duration) (net.Conn, error) {
+	deadline := time.Now().Add(window)
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var d net.Dialer
+	var refused error // the last "not listening yet"
+	gaveUp := func(tries int) error {
+		return fmt.Errorf("at %s: not listening after %d tries within %v (the agent did not start, or a wrong -port): %w", addr, tries, window, refused)
+	}
+	for tries, wait := 1, 50*time.Millisecond; ; tries, wait = tries+1, min(2*wait, time.Second) {
+		conn, err := d.DialContext(dctx, "tcp", addr)
+		switch {
+		case err == nil:
+			return conn, nil
+		case notListeningYet(err):
+			refused = err
+		case refused != nil && (dctx.Err() != nil || isTimeout(err)):
+			// The window ended during this try (the dial's timer can
+			// fire a moment before the context's).
+			return nil, gaveUp(tries - 1)
+		default:
+			return nil, fmt.Errorf("at %s: %w", addr, err)
+		}
+		left := time.Until(deadline)
+		if left <= 0 || ctx.Err() != nil {
+			return nil, gaveUp(tries)
+		}
+		t := time.NewTimer(min(wait, left))
+		select {
+		case <-t.C:
+		case <-dctx.Done():
+			t.Stop()
+			return nil, gaveUp(tries)
+		}
+	}
+}
+
+// notListeningYet tells whether a dial error may go away once the agent
+// runs: a refused connection, or a name its DNS does not know yet.
+func notListeningYet(err error) bool {
+	var dns *net.DNSError
+	return errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &dns) && dns.IsNotFound)
+}
+
+// isTimeout tells whether err is a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
