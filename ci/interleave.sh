@@ -160,17 +160,23 @@ start() {
 	pid[$label]=$!
 }
 
-# flush LABEL: append what LABEL's process wrote since the last flush to
-# its side's file (old.txt, new.txt), after a configuration line
-# "rdma-process: LABEL" that ties the runs to their process (the gate
-# reads it; it is no part of a benchmark's configuration).
+# flush LABEL: append the whole lines LABEL's process wrote since the
+# last flush to its side's file (old.txt, new.txt), after a configuration
+# line "rdma-process: LABEL" that ties the runs to their process (the gate
+# reads it; it is no part of a benchmark's configuration). A line still
+# being written waits for the next flush: testing prints a benchmark's
+# name when its run starts and the figures when it ends.
 flush() {
-	local label=$1 size
+	local label=$1 size part=0 chunk=$tdir/$1.chunk
 	size=$(stat -c %s "$tdir/$label.res")
+	((size > copied[$label])) || return 0
+	tail -c +$((copied[$label] + 1)) "$tdir/$label.res" | head -c $((size - copied[$label])) >"$chunk"
+	[[ -n $(tail -c 1 "$chunk") ]] && part=$(tail -n 1 "$chunk" | wc -c)
+	size=$((size - part))
 	((size > copied[$label])) || return 0
 	{
 		echo "rdma-process: $label"
-		tail -c +$((copied[$label] + 1)) "$tdir/$label.res" | head -c $((size - copied[$label]))
+		head -c $((size - copied[$label])) "$chunk"
 	} >>"$outdir/${label%%[0-9]*}.txt"
 	copied[$label]=$size
 }
@@ -249,7 +255,9 @@ if [[ -n ${SLOW:-} ]]; then
 	if [[ $what =~ ^random([1-9][0-9]*)(:([0-9]+))?$ ]]; then
 		k=${BASH_REMATCH[1]} seed=${BASH_REMATCH[3]:-$(date +%s%N)}
 		((k <= ${#names[@]})) || { echo "interleave.sh: SLOW=$SLOW: draws $k of only ${#names[@]} benchmarks" >&2; exit 2; }
-		mapfile -t drawn < <(for n in "${names[@]}"; do printf '%s %s\n' "$(printf '%s:%s' "$seed" "$n" | sha256sum | cut -c1-16)" "$n"; done | sort | head -n "$k" | cut -d' ' -f2)
+		# (no process substitution: the guest has no /dev/fd)
+		ranked=$(for n in "${names[@]}"; do printf '%s %s\n' "$(printf '%s:%s' "$seed" "$n" | sha256sum | cut -c1-16)" "$n"; done | sort)
+		mapfile -t drawn <<<"$(head -n "$k" <<<"$ranked" | cut -d' ' -f2)"
 		alts=()
 		for n in "${drawn[@]}"; do alts+=("$(sed -e 's/[][\\.*^$+?(){}|]/\\&/g' <<<"$n")"); done
 		slow_spec="$pct:^($(IFS='|'; echo "${alts[*]}"))\$"

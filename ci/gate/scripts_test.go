@@ -43,10 +43,13 @@ func fakeBinary(t *testing.T, dir, label string, fail, turns bool) string {
 			"count=$(sed -n 's/.*-test.count \\([0-9]*\\).*/\\1/p' <<<\"$*\")\n" +
 			"exec 3<>\"${RDMA_TURN%,*}\" 4<>\"${RDMA_TURN#*,}\"\n" +
 			"for ((i = 1; i <= count; i++)); do\n" +
+			// As testing: the name when the run starts, the figures at its end.
+			"  printf 'BenchmarkFake/size=8-2 \\t'\n" +
 			"  echo \"ready BenchmarkFake\" >&4\n" +
 			"  read -r -t 10 go <&3 && [[ $go == go ]] || exit 7\n" +
 			"  echo \"" + label + " run $i\" >> " + calls + "\n" +
-			"  " + strings.ReplaceAll(results, "\n", "\n  ") +
+			"  echo '" + n8 + " 1000 ns/op 1500 p99-ns'\n" +
+			"  echo 'BenchmarkFake/size=1.5(x)-2 " + n15 + " 1000 ns/op 1500 p99-ns'\n" +
 			"done\n" +
 			"echo exit >&4\necho PASS\nsleep 0.3\necho \"" + label + " exited\" >> " + calls + "\nexit 0\nfi\n"
 	}
@@ -303,6 +306,7 @@ func TestInterleaveScriptProcesses(t *testing.T) {
 		s, err := gate.ReadFile(filepath.Join(out, side+".txt"), nil)
 		require.NoError(t, err)
 		require.Len(t, s.Order, 2, "the process label is no part of the key")
+		assert.Empty(t, s.SyntaxErrors, "no run's line is split by another's")
 		b := s.Benches[s.Order[0]]
 		// The fake prints both benchmarks on every run: 4 runs of each
 		// of the two benchmarks, from processes 1, 2, 1, 2.
