@@ -12,6 +12,24 @@
 // status is the command's; a guest or setup failure exits 125 with a
 // message that says what went wrong.
 //
+// In a guest the host's root file system is mounted read-only, /tmp is
+// the guest's own tmpfs, and one host directory is mounted read-write at
+// the same path: -share DIR (default ".", the current directory; the
+// command runs in the current directory either way). Whatever the
+// command must write to outlive the guest (results, -rdma.hlog files, a
+// test binary's output redirected by sh -c) goes under DIR. A go build
+// or go test in the guest would need a writable GOCACHE (the host's is
+// read-only there) and compiles slowly under TCG: build test binaries on
+// the host (go test -c) and run them in the guest. DIR's file system
+// must support user extended attributes (ext4, xfs, btrfs; tmpfs from
+// Linux 6.6): the share keeps the guest's owners and modes in them, so
+// the guest cannot plant a setuid file or a device node on the host.
+// With -pair and -cluster every guest mounts the same DIR. A natively
+// run command ignores -share. A benchmark of one's own, in a module that
+// requires rdmabench (docs/own-benchmark.md):
+//
+//	go test -c -o mybench.test . && go tool rxevm -share . -- ./mybench.test -test.run '^$' -test.bench .
+//
 // With -pair it boots two guests whose rxe devices reach each other over a
 // virtual Ethernet link (see loopback.Pair) and runs one command in each;
 // ":::" separates them:
