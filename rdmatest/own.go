@@ -3,6 +3,10 @@ package rdmatest
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/engine"
@@ -59,6 +63,8 @@ type Pair struct {
 	// opens the pair (the peer must also know the access A's program
 	// needs).
 	bSpec *prog.Spec
+	// bPos is where B's steps were built (Program), for Measure's errors.
+	bPos []string
 }
 
 // NewPair describes a pair on d; the pair is created and connected by
@@ -105,12 +111,19 @@ type Remote struct {
 }
 
 // Out is n bytes at offset off of QP qp's "out" slot: what it sends and
-// writes from, by convention.
+// writes from, by convention, and where PutGen stores the generation
+// that a WRITE carries. Out is registered for local write, so a READ's
+// or an atomic's result may land here too, but then any WR whose source
+// overlaps it sends it on: prefer In (see the package doc, "Where
+// results land").
 func (s *Side) Out(qp, off, n int) Mem { return Mem{s.name, prog.Mem{QP: qp, Off: off, Len: n}} }
 
 // In is n bytes at offset off of QP qp's "in" slot: what the peer
-// writes, reads and updates atomically (Peer on the other side), and
-// where receives land (Program.KeepRecvs, from offset 0).
+// writes, reads and updates atomically (Peer on the other side), where
+// receives land (Program.KeepRecvs, from offset 0), and where a local
+// READ's data and an atomic's old value should land (Read, CmpSwap,
+// FetchAdd): at offsets that neither the peer's WRITEs nor the receives
+// use.
 func (s *Side) In(qp, off, n int) Mem {
 	return Mem{s.name, prog.Mem{QP: qp, In: true, Off: off, Len: n}}
 }
@@ -138,7 +151,11 @@ func newWR(op verbs.Opcode, local Mem, remote Remote) WR {
 // Write is an RDMA WRITE of src to dst.
 func Write(src Mem, dst Remote) WR { return newWR(verbs.OpWrite, src, dst) }
 
-// Read is an RDMA READ of dst's length from src into dst.
+// Read is an RDMA READ of dst's length from src into dst, a range of
+// this side's In slot that nothing else writes (see In). The data has
+// arrived once the completion of the post's last WR, which must be
+// Signaled, is awaited (Side.Await with Sends): use it only after that
+// step.
 func Read(dst Mem, src Remote) WR { return newWR(verbs.OpRead, dst, src) }
 
 // Send is a SEND of src: it lands in a receive the peer keeps posted
@@ -147,10 +164,13 @@ func Send(src Mem) WR { return newWR(verbs.OpSend, src, Remote{}) }
 
 // CmpSwap is an atomic compare-and-swap of the 8-byte word at at (8-byte
 // aligned): if it equals compare, swap is stored. The word's old value
-// lands in result (8 bytes) in host byte order, as Expect and SpinEqual
-// read it, and the remote word is a host-order uint64 of the peer's
-// memory (0 at the start): what verbs' device test TestRCAtomics checks
-// on the device at hand (rxe included).
+// lands in result (8 bytes, 8-byte aligned: a range of this side's In
+// slot that nothing else writes, see In) in host byte order, as Expect
+// and SpinEqual read it; it has arrived once the completion of the
+// post's last WR, which must be Signaled, is awaited. The remote word
+// is a host-order uint64 of the peer's memory (0 at the start): what
+// verbs' device test TestRCAtomics checks on the device at hand (rxe
+// included).
 func CmpSwap(result Mem, at Remote, compare, swap uint64) WR {
 	w := newWR(verbs.OpCmpSwap, result, at)
 	w.w.Compare, w.w.Swap = compare, swap
@@ -201,9 +221,28 @@ type Step struct {
 	side string
 	s    prog.Step
 	err  error
+	pos  string // file:line of the code that built it (errors name it)
 }
 
-func (s *Side) step(k verbs.StepKind) Step { return Step{side: s.name, s: prog.Step{Kind: k}} }
+func (s *Side) step(k verbs.StepKind) Step {
+	return Step{side: s.name, s: prog.Step{Kind: k}, pos: caller()}
+}
+
+// caller is file:line of the first caller outside package rdmatest: the
+// code that built a step, which errors name beside the step's number.
+func caller() string {
+	var pcs [8]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "github.com/rdmabench/rdmabench/rdmatest.") {
+			return filepath.Base(f.File) + ":" + strconv.Itoa(f.Line)
+		}
+		if !more {
+			return ""
+		}
+	}
+}
 
 func (s *Side) memStep(k verbs.StepKind, m Mem) Step {
 	st := s.step(k)
@@ -278,23 +317,39 @@ func (s *Side) Await(counts ...Count) Step {
 // NextGen moves the side's generation byte to its next value: 1 … 255,
 // then 1 again (it starts at 0, as memory does). PutGen, SpinGen and
 // SpinChange use it.
+//
+// Only the side that leads calls it, once per iteration (side A of a
+// ping-pong: NextGen, PutGen into the last byte of its WRITE's source,
+// Post the WRITE, SpinGen on the last byte of the answer). The side that
+// follows never does: SpinChange adopts the leader's value, then PutGen
+// and its WRITE answer with it. Both generations are then equal after
+// every iteration, and an answer from the iteration before never
+// matches. See the package doc ("Generations") and
+// BenchmarkProgramWriteLat in own_test.go.
 func (s *Side) NextGen() Step { return s.step(verbs.StepNextGen) }
 
-// PutGen stores the generation byte in m (1 byte): a WRITE of m carries
-// it to the peer.
+// PutGen stores the generation byte in m (1 byte, usually the last byte
+// of an Out range): a WRITE whose source ends with m, posted after this
+// step, carries it to the peer, whose SpinGen or SpinChange on that
+// byte then knows the whole WRITE arrived.
 func (s *Side) PutGen(m Mem) Step { return s.memStep(verbs.StepPutGen, m) }
 
-// SpinGen spins until the byte m equals the generation (the peer's
-// WRITE arrived).
+// SpinGen spins until the byte m (1 byte of In, the last byte the
+// peer's WRITE places) equals this side's generation: the peer's answer
+// to this iteration arrived. The leader's wait (see NextGen); the peer
+// must write back the value it adopted with SpinChange.
 func (s *Side) SpinGen(m Mem) Step { return s.memStep(verbs.StepSpinGen, m) }
 
 // SpinChange spins until the byte m differs from the generation, and
-// makes that byte the generation: side B's wait for a WRITE it answers
-// with PutGen.
+// makes that byte the generation: the follower's wait (side B's) for a
+// WRITE it answers with PutGen, which keeps it in step with a leader
+// that calls NextGen (see NextGen).
 func (s *Side) SpinChange(m Mem) Step { return s.memStep(verbs.StepSpinChange, m) }
 
 // SpinEqual spins until the word m (1, 4 or 8 bytes, aligned; host byte
-// order) equals v.
+// order) equals v, within -rdma.timeout. Like Expect it reads one word:
+// to wait for a payload, spin on its last byte (or a flag written after
+// it).
 func (s *Side) SpinEqual(m Mem, v uint64) Step {
 	st := s.memStep(verbs.StepSpinEqual, m)
 	st.s.Value = v
@@ -311,9 +366,22 @@ func (s *Side) CopyImm(m Mem) Step { return s.memStep(verbs.StepCopyImm, m) }
 // CopyLen stores the last receive's byte count in m (4 bytes, host order).
 func (s *Side) CopyLen(m Mem) Step { return s.memStep(verbs.StepCopyLen, m) }
 
-// Expect checks that the word m (1, 4 or 8 bytes, aligned; host byte
-// order) equals v: the benchmark fails otherwise, naming the step and
-// the iteration. A pattern checks its results with it.
+// Expect checks that the word m (1, 4 or 8 bytes, aligned to its width;
+// host byte order) equals v: the benchmark fails otherwise, naming the
+// side, the step and the iteration (warm-up included). A pattern checks
+// its results with it.
+//
+// Expect checks one word, not a range or a pattern: m must be exactly 1,
+// 4 or 8 bytes (any other length is refused before anything is posted),
+// and v is compared with it as an unsigned integer of that width read in
+// host byte order (little-endian on x86 and arm64). To check more, use
+// one Expect per 8-byte word (a program holds up to verbs.MaxSteps = 256
+// steps, 64 when a remote peer runs it; each Expect is a load and a
+// compare per iteration, in the sample unless it comes after
+// EndSample), or have the peer put a word that stands for the payload
+// (a sequence number or generation at its end, an immediate via
+// CopyImm, a length via CopyLen) and Expect that. There is no pattern
+// fill or range compare step.
 func (s *Side) Expect(m Mem, v uint64) Step {
 	st := s.memStep(verbs.StepExpect, m)
 	st.s.Value = v
@@ -342,9 +410,13 @@ type Program struct {
 	side string
 	spec prog.Spec
 	err  error
+	pos  []string // each step's file:line
 }
 
-// Program makes steps the side's program.
+// Program makes steps the side's program. An error names a step by its
+// index in steps, counted from 0, and the file:line of the code that
+// built it ("rdmatest: side A, step 2 (expect, bench_test.go:24): …"),
+// while the file:line in front of a failure is Measure's or Serve's.
 func (s *Side) Program(steps ...Step) Program {
 	p := Program{side: s.name}
 	var errs []error
@@ -356,6 +428,7 @@ func (s *Side) Program(steps ...Step) Program {
 			errs = append(errs, &verbs.StepError{Step: i, Kind: st.s.Kind, Err: fmt.Errorf("a step of side %s", st.side)})
 		}
 		p.spec.Steps = append(p.spec.Steps, st.s)
+		p.pos = append(p.pos, st.pos)
 	}
 	p.err = errors.Join(errs...)
 	return p
@@ -370,14 +443,40 @@ func (p Program) KeepRecvs(n int) Program {
 	return p
 }
 
-// MeasureOpts are Measure's options: the rate's unit and the warm-up.
-type MeasureOpts = engine.MeasureOpts
+// MeasureOpts are Measure's options. The zero value takes every
+// default: MeasureOpts{} reports ops/s and warms up with 16 iterations.
+type MeasureOpts struct {
+	// Rate is the unit of the iterations-per-second metric, e.g.
+	// "commits/s" (default "ops/s"): one word, no spaces. It is
+	// registered as a unit whose higher values are better (RegisterUnit),
+	// so that benchstat and the gate read it.
+	Rate string
+	// Warmup is the number of untimed, unrecorded iterations of side A's
+	// program run before the timer starts (first touches of memory and
+	// queues, the completion path; default 16; 0 means the default, a
+	// negative value fails the benchmark). The -rdma.warmup flag
+	// (RDMA_WARMUP, default 1) does not apply here: it sets the
+	// built-in latency families' warm-up round trips (rdmatest/scenario),
+	// never Measure's; the only way to change Measure's is this field.
+	// Warm-up iterations count in the step errors' iteration numbers
+	// (from 0, warm-up included) and in the delivered-count check.
+	Warmup int
+}
+
+// toEngine converts o to the engine's options (the engine applies the
+// defaults).
+func (o MeasureOpts) toEngine() engine.MeasureOpts {
+	return engine.MeasureOpts{Rate: o.Rate, Warmup: o.Warmup}
+}
 
 // Measure is the timed region of a benchmark of one's own pattern: side
-// A's program runs b.N iterations in C, one sample each, and Measure
-// reports what the built-in families report (see the package doc). A
-// program that could not run as written fails before anything is posted,
-// naming the side and the step.
+// A's program runs o.Warmup untimed iterations (default 16; -rdma.warmup
+// does not apply), then b.N iterations in C, one sample each, and
+// Measure reports what the built-in families report (see the package
+// doc). A program that could not run as written fails before anything is
+// posted, naming the side and the step first; so does a step that fails
+// while it runs (an Expect, a completion, a deadline), with side B's
+// failing step, if any, on a line of its own.
 func Measure(b *testing.B, p *Pair, o MeasureOpts, a Program) {
 	b.Helper()
 	if err := p.check(a, "A"); err != nil {
@@ -390,7 +489,9 @@ func Measure(b *testing.B, p *Pair, o MeasureOpts, a Program) {
 		}
 		p.e = engine.NewPair(b, p.d, cfg)
 	}
-	engine.MeasureProgram(b, p.e, o, a.spec)
+	eo := o.toEngine()
+	eo.Pos, eo.PosB = a.pos, p.bPos
+	engine.MeasureProgram(b, p.e, eo, a.spec)
 }
 
 // Serve starts side B's program: a C loop on a thread (and CPU) of its
@@ -406,26 +507,29 @@ func Serve(tb testing.TB, p *Pair, b Program) {
 			engine.Fatal(tb, errors.New("rdmatest: Serve: side B already serves"))
 		}
 		spec := b.spec
-		p.bSpec = &spec
+		p.bSpec, p.bPos = &spec, b.pos
 		return
 	}
 	if p.e == nil {
 		p.e = engine.NewPair(tb, p.d, p.cfg)
 	}
-	engine.ServeProgram(tb, p.e, b.spec)
+	p.bPos = b.pos
+	engine.ServeProgram(tb, p.e, b.spec, b.pos...)
 }
 
 // check refuses a program of the wrong side or with a step that could
-// not be resolved on the pair (prog.Spec.Check), naming the step.
+// not be resolved on the pair (prog.Spec.Check), naming the side and the
+// step first (an *engine.ProgramError: "rdmatest: side A, step 2
+// (expect): …"; errors.As finds the *verbs.StepError).
 func (p *Pair) check(pr Program, side string) error {
 	switch {
 	case pr.side != side:
 		return fmt.Errorf("rdmatest: side %s's program given to side %s", pr.side, side)
 	case pr.err != nil:
-		return fmt.Errorf("rdmatest: side %s's program: %w", side, pr.err)
+		return &engine.ProgramError{Side: side, Err: pr.err, Pos: pr.pos}
 	}
 	if err := pr.spec.Check(p.A.qps, p.A.slot); err != nil {
-		return fmt.Errorf("rdmatest: side %s's program: %w", side, err)
+		return &engine.ProgramError{Side: side, Err: err, Pos: pr.pos}
 	}
 	return nil
 }

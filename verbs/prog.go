@@ -3,6 +3,7 @@ package verbs
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -137,19 +138,24 @@ type ProgramConfig struct {
 	Hist HistGeometry
 }
 
-// StepError is a program refused by NewProgram: step Step (counted from
-// 0; −1 for the program as a whole) and why.
+// StepError is a program refused by NewProgram, or a program loop that
+// failed while it ran (Err then is the *LoopError): step Step (counted
+// from 0; −1 for the program as a whole) and why.
 type StepError struct {
 	Step int
 	Kind StepKind
 	Err  error
 }
 
+// Error returns e.g. "verbs: program step 2 (expect): program loop:
+// iteration 3 (from 0, warm-up included) read 0, expected 1": the step
+// first, and the "verbs: " prefix once (not again before Err's text).
 func (e *StepError) Error() string {
+	msg := strings.TrimPrefix(e.Err.Error(), "verbs: ")
 	if e.Step < 0 {
-		return "verbs: program: " + e.Err.Error()
+		return "verbs: program: " + msg
 	}
-	return fmt.Sprintf("verbs: program step %d (%s): %v", e.Step, e.Kind, e.Err)
+	return fmt.Sprintf("verbs: program step %d (%s): %s", e.Step, e.Kind, msg)
 }
 
 func (e *StepError) Unwrap() error { return e.Err }

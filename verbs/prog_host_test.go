@@ -104,3 +104,15 @@ func TestStepKindString(t *testing.T) {
 	assert.Equal(t, "sample-end", StepSampleEnd.String())
 	assert.Equal(t, "step-kind(0)", StepKind(0).String())
 }
+
+// A step's error names the step first and says "verbs: " once, also
+// when what it wraps (a loop's error) has the prefix of its own; errors.As
+// still reaches that error.
+func TestStepErrorOnePrefix(t *testing.T) {
+	err := error(&StepError{Step: 2, Kind: StepExpect, Err: &LoopError{Loop: "program", Status: LoopCheck, Want: 1, At: 3}})
+	assert.Equal(t, "verbs: program step 2 (expect): program loop: iteration 3 (from 0, warm-up included) read 0, expected 1", err.Error())
+	var le *LoopError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, LoopCheck, le.Status)
+	assert.Equal(t, "verbs: program: object is closed", (&StepError{Step: -1, Err: ErrClosed}).Error())
+}

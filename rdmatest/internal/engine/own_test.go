@@ -2,6 +2,8 @@ package engine
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -118,19 +120,19 @@ func TestMeasureProgramFails(t *testing.T) {
 	}{
 		{"a bad program of A, refused before it runs", func(a, _ *prog.Spec) {
 			a.Steps = a.Steps[:1] // the commit's completion is never awaited
-		}, []string{"side A's program: verbs: program step 0 (post): never awaited"}},
+		}, []string{"rdmatest: side A, step 0 (post): never awaited"}},
 		{"a bad program of B, refused before it runs", func(_, b *prog.Spec) {
 			b.Steps = append(b.Steps, prog.Step{Kind: verbs.StepKind(42)})
-		}, []string{"side B's program: verbs: program step 2 (step-kind(42)): unknown step kind 42"}},
+		}, []string{"rdmatest: side B, step 2 (step-kind(42)): unknown step kind 42"}},
 		{"a memory range out of the slot", func(a, _ *prog.Spec) {
 			a.Steps[0].WRs[0].Local.Len = 8192
-		}, []string{"side A's program: verbs: program step 0 (post): WR 0: bytes 8..8200 of QP 0's out slot: out of range"}},
+		}, []string{"rdmatest: side A, step 0 (post): WR 0: bytes 8..8200 of QP 0's out slot: out of range"}},
 		{"a check of A that fails", func(a, _ *prog.Spec) {
 			a.Steps = append(a.Steps, prog.Step{Kind: verbs.StepExpect, At: prog.Mem{In: true, Off: 0, Len: 8}, Value: 1})
-		}, []string{"side A's program, warm-up: verbs: program step 2 (expect)", "read 0, expected 1"}},
+		}, []string{"rdmatest: side A, step 2 (expect), warm-up: program loop: iteration", "read 0, expected 1"}},
 		{"a check of B that fails, named with A's stall", func(_, b *prog.Spec) {
 			b.Steps = append([]prog.Step{b.Steps[0], {Kind: verbs.StepExpect, At: prog.Mem{In: true, Len: 1}, Value: 9}}, b.Steps[1:]...)
-		}, []string{"side A's program, warm-up: verbs: program step 1 (await)", "passive side: verbs: program step 1 (expect)", "read 0, expected 9"}},
+		}, []string{"rdmatest: side A, step 1 (await), warm-up: ", "\nrdmatest: side B, step 1 (expect): program loop: ", "read 0, expected 9"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := commitSpecs()
@@ -139,6 +141,42 @@ func TestMeasureProgramFails(t *testing.T) {
 			for _, w := range tt.want {
 				assert.Contains(t, failed, w)
 			}
+			assert.NotContains(t, failed, "verbs: program", "the step named first, one prefix")
 		})
 	}
+}
+
+// A ProgramError names the side and the step first, with one prefix,
+// one line per joined error, and errors.As and errors.Is reach the
+// step, the loop's error and the sentinels behind it.
+func TestProgramError(t *testing.T) {
+	check := &verbs.LoopError{Loop: "program", Status: verbs.LoopCheck, Want: 1, Got: 0, At: 3}
+	err := error(&ProgramError{Side: "A", Phase: "warm-up", Err: &verbs.StepError{Step: 2, Kind: verbs.StepExpect, Err: check}})
+	assert.Equal(t, "rdmatest: side A, step 2 (expect), warm-up: program loop: iteration 3 (from 0, warm-up included) read 0, expected 1", err.Error())
+	var se *verbs.StepError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, 2, se.Step)
+	var le *verbs.LoopError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, verbs.LoopCheck, le.Status)
+
+	never := &verbs.StepError{Step: 0, Kind: verbs.StepPost, Err: fmt.Errorf("%w: add an Await", verbs.ErrNeverAwaited)}
+	whole := &verbs.StepError{Step: -1, Err: errors.New("70 steps: a program has 1 to 64")}
+	err = &ProgramError{Side: "B", Err: errors.Join(never, whole)}
+	assert.Equal(t, "rdmatest: side B, step 0 (post): never awaited: add an Await\n"+
+		"rdmatest: side B's program: 70 steps: a program has 1 to 64", err.Error())
+	assert.ErrorIs(t, err, verbs.ErrNeverAwaited)
+	require.ErrorAs(t, err, &se)
+
+	// B's error as its responder returns it: the step is found behind
+	// the passive side's wrapping.
+	err = sideB(fmt.Errorf("rdmatest: passive side: %w", &verbs.StepError{Step: 1, Kind: verbs.StepExpect, Err: check}), nil)
+	assert.Equal(t, "rdmatest: side B, step 1 (expect): program loop: iteration 3 (from 0, warm-up included) read 0, expected 1", err.Error())
+	assert.ErrorAs(t, err, &le)
+
+	// With the steps' positions, the step's file:line follows its kind.
+	err = sideB(&verbs.StepError{Step: 1, Kind: verbs.StepExpect, Err: check}, []string{"b_test.go:10", "b_test.go:11"})
+	assert.Equal(t, "rdmatest: side B, step 1 (expect, b_test.go:11): program loop: iteration 3 (from 0, warm-up included) read 0, expected 1", err.Error())
+	err = &ProgramError{Side: "A", Err: &verbs.StepError{Step: 5, Kind: verbs.StepPost, Err: errors.New("x")}, Pos: []string{"a.go:1"}}
+	assert.Equal(t, "rdmatest: side A, step 5 (post): x", err.Error(), "a step past Pos: no position")
 }

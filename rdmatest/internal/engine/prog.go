@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,7 +68,10 @@ func newProgram(s *Side, t verbs.Transport, spec prog.Spec, run prog.Run) (*verb
 // atomics need no program on B: the NIC serves them. B must be in this
 // process: with -rdma.peer, side B's program goes to the peer when the
 // pair is opened (PairConfig.Own), and ServeProgram fails saying so.
-func ServeProgram(tb testing.TB, p *Pair, spec prog.Spec) {
+//
+// pos, if given, is each step's file:line (where the caller built it),
+// named in errors beside the step.
+func ServeProgram(tb testing.TB, p *Pair, spec prog.Spec, pos ...string) {
 	tb.Helper()
 	if p.B == nil {
 		fatal(tb, fmt.Errorf("rdmatest: Serve: side B is played by the remote peer -rdma.peer=%s: its program is sent with the pair's Setup (PairConfig.Own)", p.Dev.Opts.Peer))
@@ -81,7 +85,7 @@ func ServeProgram(tb testing.TB, p *Pair, spec prog.Spec) {
 	timeout := p.Dev.Opts.Timeout
 	l, err := newProgram(p.B, p.Cfg.Transport, spec, prog.Run{Passive: true, Idle: timeout, Timeout: timeout})
 	if err != nil {
-		fatal(tb, fmt.Errorf("rdmatest: side B's program: %w", err))
+		fatal(tb, &ProgramError{Side: "B", Err: err, Pos: pos})
 	}
 	r, err := startProgram(l, p.Dev.cpus.ForLoops(2)[1], timeout)
 	if err != nil {
@@ -128,7 +132,13 @@ type MeasureOpts struct {
 	Rate string
 	// Warmup is the number of untimed, unrecorded iterations before the
 	// timer starts (default 16): first touches, the completion path.
+	// -rdma.warmup (Options.Warmup, default 1) is the built-in latency
+	// families' and does not apply here.
 	Warmup int
+	// Pos and PosB, if set, are the file:line of each step of side A's
+	// and side B's programs (where the caller built them), named in
+	// errors beside the step.
+	Pos, PosB []string
 }
 
 // MeasureProgram is the timed region of a benchmark of one's own
@@ -177,14 +187,14 @@ func MeasureProgram(b *testing.B, p *Pair, o MeasureOpts, spec prog.Spec) {
 	d := p.Dev
 	l, err := newProgram(p.A, p.Cfg.Transport, spec, prog.Run{Iters: int64(b.N), Timeout: d.Opts.Timeout, Hist: histGeometry})
 	if err != nil {
-		p.served.fatal(b, fmt.Errorf("rdmatest: side A's program: %w", err))
+		programFatal(b, p.served, &ProgramError{Side: "A", Err: err, Pos: o.Pos}, o.PosB)
 	}
 	defer l.Close()
 	if err := l.Warm(int64(o.Warmup)); err != nil {
-		p.served.fatal(b, fmt.Errorf("rdmatest: side A's program, warm-up: %w", err))
+		programFatal(b, p.served, &ProgramError{Side: "A", Phase: "warm-up", Err: err, Pos: o.Pos}, o.PosB)
 	}
 	b.ReportAllocs()
-	res, rec, before := measure(b, d, l, d.cpus.ForLoops(busy)[0], p.served, func() error { return p.checkDelivered(l) })
+	res, rec, before := measureProgram(b, d, l, d.cpus.ForLoops(busy)[0], p.served, o, func() error { return p.checkDelivered(l) })
 	if res.Ops != int64(b.N) {
 		b.Fatalf("rdmatest: verification: side A's program ran %d iterations, expected %d", res.Ops, b.N)
 	}
@@ -194,6 +204,118 @@ func MeasureProgram(b *testing.B, p *Pair, o MeasureOpts, spec prog.Spec) {
 	hist.ReportLatencyHeld(b, rec)
 	reportLoopRate(b, o.Rate, res.Ops, res.Elapsed())
 	before.report(b, d, int64(b.N))
+}
+
+// measureProgram is measure for side A's program l: its failure, and
+// side B's, are ProgramErrors naming the side and the step first (and
+// where it was built, o.Pos and o.PosB).
+func measureProgram(b *testing.B, d *Dev, l *verbs.Loop, cpu int, resp *responder, o MeasureOpts, after func() error) (verbs.LoopResult, *hist.Recorder, *region) {
+	b.Helper()
+	slowdown(b, l)
+	before := beforeRun(b, d)
+	res, err := timedRun(l, cpu, b.ResetTimer)
+	b.StopTimer()
+	before.end()
+	if err != nil {
+		programFatal(b, resp, &ProgramError{Side: "A", Err: err, Pos: o.Pos}, o.PosB)
+	}
+	if after != nil {
+		if err := after(); err != nil {
+			programFatal(b, resp, err, o.PosB)
+		}
+	}
+	if err := resp.Stop(); err != nil {
+		fatal(b, sideB(err, o.PosB))
+	}
+	rec := hist.NewRecorder()
+	if err := importLoop(rec, l, res); err != nil {
+		b.Fatal(err)
+	}
+	return res, rec, before
+}
+
+// programFatal ends b with err, after stopping side B (resp) and adding
+// its error, if any, on a line of its own (B often knows why A stalled);
+// posB is where B's steps were built.
+func programFatal(tb testing.TB, resp *responder, err error, posB []string) {
+	tb.Helper()
+	if rerr := resp.Stop(); rerr != nil {
+		err = errors.Join(err, sideB(rerr, posB))
+	}
+	fatal(tb, err)
+}
+
+// sideB names side B's step in err, the error of its responder (Stop),
+// when a step of B's program failed; pos is where B's steps were built.
+func sideB(err error, pos []string) error {
+	var se *verbs.StepError
+	if errors.As(err, &se) {
+		return &ProgramError{Side: "B", Err: se, Pos: pos}
+	}
+	return err
+}
+
+// ProgramError is a failure of one side's program of a pattern of one's
+// own, refused before it ran or ended while it ran. Its text names the
+// side and the step first, with one prefix:
+//
+//	rdmatest: side A, step 2 (expect, lock_test.go:21), warm-up: program loop: iteration 3 (from 0, warm-up included) read 0, expected 1
+//
+// (steps counted from 0, in the order given to Side.Program, with the
+// file:line that built the step when Pos has it; an error of the
+// program as a whole says "side A's program"). errors.As finds the
+// *verbs.StepError behind it and what that wraps (a *verbs.LoopError, a
+// *verbs.WCError, …), and errors.Is its sentinels (verbs.ErrNeverAwaited,
+// verbs.ErrSendQueue). Joined errors (every refused step of a program)
+// give a line each.
+type ProgramError struct {
+	Side  string   // "A" or "B"
+	Phase string   // "" or "warm-up"
+	Err   error    // a *verbs.StepError, errors.Join of them, or another error
+	Pos   []string // each step's file:line, if known
+}
+
+func (e *ProgramError) Error() string {
+	errs := []error{e.Err}
+	if j, ok := e.Err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	lines := make([]string, len(errs))
+	for i, err := range errs {
+		lines[i] = e.line(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// line is one error's line: the side, the step, the phase, then the
+// cause without its own "verbs: " or "rdmatest: " prefix.
+func (e *ProgramError) line(err error) string {
+	phase := ""
+	if e.Phase != "" {
+		phase = ", " + e.Phase
+	}
+	if se, ok := err.(*verbs.StepError); ok && se.Step >= 0 {
+		where := se.Kind.String()
+		if se.Step < len(e.Pos) && e.Pos[se.Step] != "" {
+			where += ", " + e.Pos[se.Step]
+		}
+		return fmt.Sprintf("rdmatest: side %s, step %d (%s)%s: %s", e.Side, se.Step, where, phase, unprefixed(se.Err))
+	} else if ok {
+		err = se.Err
+	}
+	return fmt.Sprintf("rdmatest: side %s's program%s: %s", e.Side, phase, unprefixed(err))
+}
+
+// Unwrap returns the error behind it (errors.As finds the step).
+func (e *ProgramError) Unwrap() error { return e.Err }
+
+// unprefixed is err's text without a leading package prefix.
+func unprefixed(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"verbs: ", "rdmatest: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return msg
 }
 
 // checkDelivered checks, after A's program, that B's program received
