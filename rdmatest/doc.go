@@ -33,6 +33,13 @@
 //	-rdma.peer H:P      RDMA_PEER       an rdmapeer on another host plays side B
 //	-rdma.peer-token T  RDMA_PEER_TOKEN the secret that peer requires
 //	-rdma.peer-token-file F  RDMA_PEER_TOKEN_FILE  the same, from a file (not visible in ps)
+//	-rdma.cm MODE       RDMA_CM         connect every pair through rdma_cm (perftest's -R): true, false, or auto
+//	                                    (default: rdma_cm on iWARP devices only, by hand elsewhere); NewPair's pairs
+//	                                    too; a UC pair skips under it
+//	-rdma.warmup N      RDMA_WARMUP     untimed round trips before a built-in latency run's samples (default 1,
+//	                                    0 … 1000000); not Measure's: see MeasureOpts.Warmup (default 16)
+//	-rdma.signal-all    RDMA_SIGNAL_ALL built-in latency runs do perftest's latency work: every WR signaled and
+//	                                    awaited, a receive reposted per message (default false); not Measure's
 //
 // [RegisterDeviceFlags] registers only the first five, for a command
 // that serves the device (cmd/rdmapeer pins its sessions' passive loops
@@ -59,13 +66,40 @@
 // A pattern of one's own is a program per side, built in Go as data and
 // run by one C loop in package verbs on a thread and CPU of its own — the
 // built-in families' fidelity: no cgo call, no Go code and no allocation
-// per operation (a device test counts the cgo calls). The three examples
-// are about fifteen lines each:
+// per operation (a device test counts the cgo calls). A lock-protected
+// 256-byte READ, all served by B's NIC (B runs no program), in a
+// _test.go file whose TestMain is [Main]:
+//
+//	func BenchmarkLockedRead(b *testing.B) {
+//		p := rdmatest.NewPair(b, rdmatest.Device(b), rdmatest.PairConfig{SlotSize: 512})
+//		a := p.A
+//		lock, record := a.Peer(0, 0), a.Peer(0, 64) // in B's memory: the lock word (0: free), the record
+//		old := a.In(0, 0, 8)                        // where the lock's old value lands
+//		rdmatest.Measure(b, p, rdmatest.MeasureOpts{Rate: "reads/s"}, a.Program(
+//			a.Post(0, rdmatest.CmpSwap(old, lock, 0, 1).Signaled()),
+//			a.Await(rdmatest.Sends(1)),
+//			a.Expect(old, 0), // the lock was free
+//			a.Post(0, rdmatest.Read(a.In(0, 64, 256), record),
+//				rdmatest.Write(a.Out(0, 0, 8), lock).Fenced().Signaled()), // 8 zero bytes: release
+//			a.Await(rdmatest.Sends(1)),
+//		))
+//	}
+//
+// go doc does not print examples. This package has three, run on the
+// device by make test: example_lock_test.go (the one above),
+// example_commit_test.go (WRITE a block, SEND a commit, B's program
+// answers with an ACK: Serve and Measure) and example_rpc_test.go (a
+// SEND request answered by WRITE plus WRITE_WITH_IMM). Read them in the
+// package's directory (go list -f '{{.Dir}}' github.com/rdmabench/rdmabench/rdmatest
+// prints it, in the module cache too) or on pkg.go.dev; run them with
+// go test -run Example -v ./rdmatest in a checkout, or with the import
+// path from a module that requires rdmabench (each is skipped without a
+// device). docs/own-benchmark.md has a go.mod for a module of one's own.
 //
 //   - [NewPair] connects A and B; [Side.Out], [Side.In] and [Side.Peer]
 //     name memory (each QP has a 64-byte aligned "out" and "in" slot per
-//     side, registered for every remote access and zeroed at the start;
-//     a WR reaches the peer's "in" slots only).
+//     side, registered for local write and every remote access and
+//     zeroed at the start; a WR reaches the peer's "in" slots only).
 //   - [Write], [Read], [Send], [CmpSwap] and [FetchAdd] build WRs
 //     ([WR.Signaled], [WR.Fenced], [WR.Inline], [WR.WithImm]); atomics
 //     return the old value in host byte order.
@@ -74,28 +108,79 @@
 //     ([Recvs], [Sends]), [Side.NextGen], [Side.PutGen], [Side.SpinGen],
 //     [Side.SpinChange], [Side.SpinEqual], [Side.Repost],
 //     [Side.CopyImm], [Side.CopyLen], [Side.Expect] (a pattern checks
-//     its results with it), and the sample's bounds [Side.StartSample],
-//     [Side.EndSample], [Side.EndHalfSample] (without them a sample is
-//     the whole iteration).
+//     its results with it: one 1-, 4- or 8-byte word per step), and the
+//     sample's bounds [Side.StartSample], [Side.EndSample],
+//     [Side.EndHalfSample] (without them a sample is the whole
+//     iteration).
 //   - [Side.Program] makes them a program, run in order once per
 //     iteration ([Program.KeepRecvs] keeps receives posted).
 //   - [Serve] runs B's program until the benchmark ends (none is needed
 //     when B's NIC serves READ, WRITE and atomics alone); [Measure] runs
 //     A's for b.N iterations and reports what the built-in families
-//     report, the rate in a unit of one's own ([RegisterUnit]).
+//     report, the rate in a unit of one's own ([MeasureOpts.Rate]).
 //     [Benchmark] runs a benchmark outside go test -bench (an Example, a
 //     program).
+//
+// Where results land. A local READ's data and an atomic's old value
+// land in the Mem given to [Read], [CmpSwap] or [FetchAdd]: make it a
+// range of this side's [Side.In] slot (as the examples do) that nothing
+// else writes — not the peer's WRITEs into that slot (their
+// [Side.Peer] offsets on the other side) and not the receives, which
+// land at offset 0 of every "in" slot ([Program.KeepRecvs]'s bytes).
+// [Side.Out] works too (it is registered for local write), but it is
+// what this side's WRITEs and SENDs carry, so a result there is sent on
+// by any WR whose source overlaps it. An atomic's result is 8 bytes,
+// 8-byte aligned. It has arrived once the completion of its post's last
+// WR, which must be Signaled, is awaited: Measure refuses a post whose
+// READ or atomic is not followed by a Signaled WR, and a Signaled WR
+// never awaited, but placing the [Side.Await] before the step that uses
+// the result (Expect, SpinEqual, a WR that carries it) is the program's
+// order to get right.
+//
+// Generations keep a ping-pong of WRITEs in step without resetting
+// memory. Each side has a generation byte, 0 at the start. The leader
+// (side A) moves its own on once per iteration with [Side.NextGen]
+// (1 … 255, then 1 again: never 0, which is what memory starts as),
+// stores it with [Side.PutGen] in the last byte of what its WRITE
+// carries, posts that WRITE, then waits with [Side.SpinGen] on the last
+// byte of what the peer WRITEs back until it equals the generation. The
+// follower (side B) never calls NextGen: [Side.SpinChange] waits until
+// the byte A writes differs from B's generation and adopts it, then
+// PutGen and its WRITE answer with that same value. After every
+// iteration both generations are equal; a stale answer (the previous
+// iteration's value) never satisfies SpinGen. Spin on the last byte of
+// a WRITE: like perftest's ib_write_lat, this relies on the device
+// placing a WRITE's last byte last (rxe and common HCAs do; the
+// InfiniBand specification does not promise it). BenchmarkProgramWriteLat
+// in own_test.go is the built-in WriteLat ping-pong written this way.
 //
 // Programs are checked before anything is posted: every memory range
 // against its slot, every WR against its QP, the send queues'
 // accounting (a post that could overfill one, a QP whose WRs are never
 // signaled), the awaits (a Signaled WR never awaited, a READ or atomic
 // whose result is never known to have arrived, a program that never
-// waits) and the samples; each error names the side and the step. At
-// run time every wait has the -rdma.timeout deadline, a failed [Side.Expect]
-// or completion ends the benchmark naming the side and the step, and
-// after the run every message A sent that consumes a receive must have
-// reached B's program (on RC).
+// waits) and the samples. At run time every wait has the -rdma.timeout
+// deadline, a failed [Side.Expect] or completion ends the benchmark,
+// and after the run every message A sent that consumes a receive must
+// have reached B's program (on RC). An error of a step, refused or
+// failed, names the side and the step first — steps are counted from 0
+// in the order given to [Side.Program], with the file:line of the code
+// that built the step — then why:
+//
+//	bench_test.go:31: rdmatest: side A, step 2 (expect, bench_test.go:24), warm-up: program loop: iteration 3 (from 0, warm-up included) read 1, expected 0
+//
+// The file:line in front is the Measure or Serve call's (where the
+// program runs); the one beside the step is the step's. When side B
+// also failed, its step follows on a line of its own.
+//
+// What applies to Measure: -rdma.dev, -rdma.port, -rdma.gid,
+// -rdma.timeout (every wait), -rdma.cpus (A's loop on the first CPU,
+// B's on the second), -rdma.cm (how NewPair's pair is connected),
+// -rdma.hlog and -rdma.peer. Its warm-up is [MeasureOpts.Warmup]
+// (default 16 iterations of A's program, untimed and unrecorded);
+// -rdma.warmup (default 1) is the built-in latency families' only and
+// does not change it, and neither does -rdma.signal-all: a program
+// signals what it marks Signaled or SignalEvery.
 //
 // With -rdma.peer, a remote rdmapeer plays side B: the pair is opened by
 // Measure, which sends the peer B's program (given to Serve) as data —
@@ -142,7 +227,9 @@
 //     perftest's sample is the time between two successive posts (its
 //     bookkeeping between iterations included); ours stops at the answer.
 //     A run of b.N round trips starts with -rdma.warmup (default 1)
-//     untimed, unrecorded round trips.
+//     untimed, unrecorded round trips (the built-in ping-pong and
+//     round-trip families; Measure warms up with MeasureOpts.Warmup,
+//     default 16, instead).
 //   - cycle-p50-ns, cycle-p99-ns (every ping-pong and round-trip latency
 //     run): perftest's sample, from just before one measured post to
 //     just before the next (b.N−1 samples), so the whole iteration:
@@ -206,6 +293,12 @@
 //     for a pattern of one's own): every one is a pause of a spinning loop
 //     that lands in the samples of that moment. Not gated (no direction):
 //     a diagnostic of the machine's noise next to the tail it explains.
+//     Read it against b.N: a handful per run is a quiet machine; about
+//     one per message (one or two per iteration) on rxe's UC and UD SEND
+//     and RC READ paths is the device's own per-message softirq work
+//     (ksoftirqd preempting the loop on its CPU; perftest pays it too),
+//     not noise; many, varying between runs, is other load on the loops'
+//     CPUs (docs/metrics.md).
 //   - delivered-msgs/s, lost-msgs/op (UC and UD streams of verbs that
 //     consume a receive, local passive side): messages the passive side
 //     received per second of the sender's time, and the fraction of the
@@ -222,7 +315,13 @@
 //     just before the timed region to just after it (not per operation;
 //     the run's length is b.N operations). The control path reports no
 //     preempted/run: it runs on the benchmark's goroutine, not a loop
-//     thread.
+//     thread. On rxe, a few completer_retry_err/run and
+//     duplicate_request/run in an RC run that verified are its
+//     retransmit timer firing spuriously (it is not stopped when all is
+//     acknowledged; about 67 ms at the default local ACK timeout): a
+//     resend the responder recognises as duplicate, harmless unless they
+//     grow with the operations or come with sequence, RNR or
+//     retry-exceeded counters (docs/metrics.md).
 //   - Echo RPC (HERD style, see scenario.EchoRPC): one sample per RPC = the full
 //     round trip (not halved) from just before the request's post call
 //     until the poll that returned its response's receive completion,
