@@ -46,7 +46,11 @@ func TestDecidingUnit(t *testing.T) {
 		rep := &Report{}
 		var idx []int
 		for i, u := range units {
-			rep.Rows = append(rep.Rows, Row{Unit: u})
+			better := -1
+			if strings.HasSuffix(u, "/s") {
+				better = 1
+			}
+			rep.Rows = append(rep.Rows, Row{Unit: u, Better: better})
 			idx = append(idx, i)
 		}
 		return rep, idx
@@ -60,8 +64,9 @@ func TestDecidingUnit(t *testing.T) {
 		{"WriteLat/transport=RC/size=8-2", []string{"ns/op", "msgs/s", "p50-ns", "p99-ns"}, nil, "p50-ns"},
 		{"SendBW/transport=UD/size=64-2", []string{"ns/op", "MB/s", "msgs/s", "p50-ns"}, nil, "MB/s"},
 		{"Example_commit-2", []string{"ns/op", "msgs/s", "p50-ns"}, nil, "msgs/s"},
+		{"Commit/size=4096-2", []string{"ns/op", "p50-ns", "commits/s", "cpu-ns/op"}, nil, "commits/s"},
 		{"RegMR/size=4096-2", []string{"ns/op", "ops/s"}, nil, "ops/s"},
-		{"WriteLatGap/gap=1ms-2", []string{"ns/op", "msgs/s"}, nil, "ns/op"},
+		{"WriteLatGap/gap=1ms-2", []string{"ns/op", "msgs/s"}, nil, "msgs/s"}, // not a *Lat family: its rate
 		{"SendLat/mode=event-2", []string{"ns/op", "p50-ns", "p99-ns"}, map[string]string{"SendLat": "p99-ns"}, "p99-ns"},
 		{"Other-2", []string{"cpu-ns/op", "lost-msgs/op"}, nil, "cpu-ns/op"},
 	}
@@ -168,10 +173,13 @@ func TestVerdictDirection(t *testing.T) {
 	for _, tt := range tests {
 		rep := &Report{Opt: Options{Alpha: 0.05}, Families: []Family{{Significant: tt.significant, Undecided: tt.undecided, Level: 0.05}}}
 		r := Row{Better: tt.better, Delta: tt.delta, Threshold: 0.05, PWorse: tt.pWorse, PBetter: 1, Deciding: true}
+		r.Old.Center, r.New.Center = 100, 100*(1+tt.delta)
 		assert.Equal(t, tt.want, rep.verdict(r), tt.name)
 	}
 	improved := &Report{Opt: Options{Alpha: 0.05}, Lone: 0.05, Families: []Family{{Improved: true}}}
-	assert.Equal(t, Improved, improved.verdict(Row{Better: 1, Delta: 0.2, Threshold: 0.05, PWorse: 1, PBetter: 0.001, Deciding: true}))
+	up := Row{Better: 1, Delta: 0.2, Threshold: 0.05, PWorse: 1, PBetter: 0.001, Deciding: true}
+	up.Old.Center, up.New.Center = 100, 120
+	assert.Equal(t, Improved, improved.verdict(up))
 
 	// B/op and allocs/op: absolute change of the median, no test.
 	bop := func(old, cur float64) Row {

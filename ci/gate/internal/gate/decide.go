@@ -6,26 +6,6 @@ import (
 	"strings"
 )
 
-// The deciding unit of a benchmark: the first of these lists' units it
-// reports. Latency benchmarks
-// (the family, the name's first element, ends in "Lat": WriteLat,
-// SendLat, ReadLat, AtomicLat, WriteLatGap, ...) are decided by the
-// median latency of their operations; everything else by its headline
-// rate: MB/s where it moves bytes, msgs/s (own patterns, message rates),
-// ops/s (control-plane operations), then ns/op. Options.Decide overrides
-// it per family (-decide). DecidingUnit says which unit a benchmark
-// gets.
-//
-// Why these: they are what a user of perftest reads first (its t_typical
-// and BW average), and on the stored real make compare runs of 30 pairs
-// (ci/gate/testdata/compare-count30-*) p50-ns and MB/s see as small a
-// slowdown as any unit of their benchmarks (median 8-14% per family;
-// docs/compare.md, "The deciding unit").
-var (
-	latencyUnits = []string{"p50-ns", "ns/op"}
-	rateUnits    = []string{"MB/s", "msgs/s", "ops/s", "ns/op", "p50-ns"}
-)
-
 // Family name of a benchmark: its name's first element, e.g. "WriteLat"
 // for "WriteLat/transport=RC/size=8-2".
 func familyName(name string) string {
@@ -37,21 +17,38 @@ func familyName(name string) string {
 }
 
 // decider returns the index in r.Rows of the deciding row among rows
-// (one benchmark's gated relative rows): the unit Options.Decide names
-// for its family, else the first of DecidingUnits' list it reports, else
-// its first gated row. A row whose runs do not line up with the
-// benchmark's (missing in some runs) decides only when nothing else can.
+// (one benchmark's gated relative rows), the first of its family's
+// list that the benchmark reports, else its first gated row:
+//   - the unit Options.Decide (-decide) names for its family;
+//   - a latency family (the name's first element ends in "Lat":
+//     WriteLat, SendLat, ReadLat, AtomicLat): p50-ns,
+//     the median latency of its operations, then ns/op;
+//   - any other: its headline rate, MB/s where it moves bytes, msgs/s
+//     (message rates), ops/s (control-plane operations), the first
+//     higher-is-better unit per second (an own pattern's
+//     MeasureOpts.Rate, "commits/s"), then ns/op, p50-ns.
+//
+// Why these: they are what a user of perftest reads first (t_typical,
+// BW average), and on the stored make compare runs of 30 pairs a side
+// (ci/gate/testdata/compare-count30-*) p50-ns and MB/s saw as small a
+// slowdown as any unit of their benchmarks (median 8–14% per family).
 func (r *Report) decider(k Key, rows []int) int {
 	fam := familyName(k.Name)
-	want := rateUnits
-	if strings.HasSuffix(fam, "Lat") {
-		want = latencyUnits
+	unit := func(u string) func(Row) bool { return func(r Row) bool { return r.Unit == u } }
+	var want []func(Row) bool
+	switch u, ok := r.Opt.Decide[fam]; {
+	case ok:
+		want = []func(Row) bool{unit(u)}
+	case strings.HasSuffix(fam, "Lat"):
+		want = []func(Row) bool{unit("p50-ns"), unit("ns/op")}
+	default:
+		want = []func(Row) bool{unit("MB/s"), unit("msgs/s"), unit("ops/s"),
+			// an own pattern's MeasureOpts.Rate ("commits/s")
+			func(r Row) bool { return r.Better > 0 && strings.HasSuffix(r.Unit, "/s") },
+			unit("ns/op"), unit("p50-ns")}
 	}
-	if u, ok := r.Opt.Decide[fam]; ok {
-		want = []string{u}
-	}
-	for _, u := range want {
-		if i := slices.IndexFunc(rows, func(i int) bool { return r.Rows[i].Unit == u }); i >= 0 {
+	for _, ok := range want {
+		if i := slices.IndexFunc(rows, func(i int) bool { return ok(r.Rows[i]) }); i >= 0 {
 			return rows[i]
 		}
 	}

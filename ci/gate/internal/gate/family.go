@@ -50,9 +50,9 @@ type Family struct {
 	Detectable float64
 	// Blind: Detectable > Options.Detect, and not Significant.
 	Blind bool
-	// ProcessPairs counts the pairs of processes (OLD's, NEW's) that made
-	// the paired runs (ci/interleave.sh PROCS; 0 without rdma-process
-	// lines). ProcessP is the check that they agree (see processCheck;
+	// ProcessPairs counts the groups of runs by process (ci/interleave.sh
+	// PROCS; 0 without rdma-process lines): pairs of processes (OLD's,
+	// NEW's) where the runs are paired, else the processes of both sides. ProcessP is the check that they agree (see processCheck;
 	// NaN when not made), ProcessSD the spread of their mean log ratios
 	// beyond their runs' (a fraction).
 	ProcessPairs        int

@@ -68,7 +68,7 @@ type Options struct {
 	Replicate string
 	// Decide overrides the deciding unit per family (the benchmark
 	// name's first element, e.g. "SendLat": "p99-ns"); see
-	// DecidingUnit. -decide.
+	// go doc ./ci/gate, Decision). -decide.
 	Decide map[string]string
 	// Named are the units the user gave thresholds for (-unit-threshold):
 	// one that no row has is a warning (a typo has no effect otherwise).

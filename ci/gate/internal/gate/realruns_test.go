@@ -2,6 +2,7 @@ package gate
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -206,7 +207,7 @@ func TestStoredTurns(t *testing.T) {
 			rep := Compare(old, cur, opt)
 			require.Len(t, rep.Families, 47, "the default matrix")
 			assert.Empty(t, rep.Regressions(), "one build against itself")
-			assert.GreaterOrEqual(t, rep.Decidable(), 47*3/4, "most benchmarks see 25%% in their deciding unit")
+			assert.GreaterOrEqual(t, rep.Decidable(), 47*2/3, "most benchmarks see a 25 percent slowdown in their deciding unit")
 			if testing.Short() || c.slow && os.Getenv("GATE_SLOW_TESTS") != "1" {
 				return
 			}
@@ -298,4 +299,48 @@ func without(s *Set, drop map[string]bool) *Set {
 		}
 	}
 	return n
+}
+
+// The self-checks of issue #41's design, as make compare ran them on a
+// fresh clone, quiet machine (testdata/README.md says when): the default
+// matrix, 30 runs a side from 3 processes a side, SLOW='25%:random10'
+// with a fresh seed each (compare-random<i>-slow.txt holds the spec the
+// draw made). Every pick is named or UNDECIDED, none passes silently, no
+// more than one unpicked benchmark is named over them all, and the
+// benchmarks see a median slowdown of at most 15% in their deciding unit.
+const storedRandomChecks = 2
+
+func TestStoredRandomSelfChecks(t *testing.T) {
+	olds, err := filepath.Glob(fixture("compare-random*-old.txt"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(olds), storedRandomChecks, "the stored random self-checks")
+	others := 0
+	defer func() {
+		// The budget of issue #41: at most one false name over the
+		// stored compares (random2 named SendBW UD 64 B, MB/s −6.7%).
+		assert.LessOrEqual(t, others, 1, "unpicked benchmarks named, over all stored self-checks")
+	}()
+	for _, o := range olds {
+		name := strings.TrimSuffix(filepath.Base(o), "-old.txt")
+		t.Run(name, func(t *testing.T) {
+			old, cur := readCompare(t, name)
+			spec, err := os.ReadFile(fixture(name + "-slow.txt"))
+			require.NoError(t, err)
+			_, expr, ok := strings.Cut(strings.TrimSpace(string(spec)), ":")
+			require.True(t, ok, "PCT:REGEX in %s-slow.txt", name)
+			rep := Compare(old, cur, realOptions(t))
+			require.Len(t, rep.Families, 47, "the default matrix")
+			sc := rep.CheckSelf(regexp.MustCompile(expr))
+			require.Equal(t, 10, len(sc.Named)+len(sc.Undecided)+len(sc.Silent), "ten picks")
+			assert.Empty(t, sc.Silent, "no pick passes silently")
+			others += len(sc.Others)
+			assert.GreaterOrEqual(t, len(sc.Named), 9, "named: %v; UNDECIDED: %v", sc.Named, sc.Undecided)
+			var ds []float64
+			for _, f := range rep.Families {
+				ds = append(ds, f.Detectable)
+			}
+			slices.Sort(ds)
+			assert.LessOrEqual(t, ds[len(ds)/2], 0.15, "median smallest detectable slowdown")
+		})
+	}
 }

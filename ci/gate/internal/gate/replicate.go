@@ -93,39 +93,63 @@ func Groups(s *Set, by string) int {
 // by more than their runs explain, and the runs cannot be the unit.
 const ProcessLevel = 0.001
 
-// processCheck sets f's process figures from its deciding row: the
-// pairs' log ratios grouped by the pair of processes that made them
-// (OLD's process, NEW's), Kruskal–Wallis H over the groups with a
-// permutation p-value (ProcessP), and the spread of the groups' mean
-// log ratios beyond what their runs explain (ProcessSD, a fraction). A
-// difference between processes that is fixed for their life (buffer
-// placement, QP numbers, which vCPU a thread got) shows as groups that
-// disagree; a change of the build moves every group alike.
+// processCheck sets f's process figures from its deciding row: the runs
+// grouped by the process that made them, Kruskal–Wallis H over the groups
+// with a permutation p-value (ProcessP), and the spread of the groups'
+// means beyond what their runs explain (ProcessSD, a fraction). Paired,
+// the values are the pairs' log ratios and a group is a pair of
+// processes (OLD's, NEW's); unpaired, each run's log value less its
+// side's median, a group one process. A difference between processes
+// that is fixed for their life (buffer placement, QP numbers, which vCPU
+// a thread got) shows as groups that disagree; a change of the build
+// moves every group of a side alike.
 func (r *Report) processCheck(f *Family, old, cur *Bench) {
 	f.ProcessP, f.ProcessSD = math.NaN(), math.NaN()
 	row := r.Rows[f.Row]
-	if !f.Paired || old == nil || cur == nil || len(old.Procs) != len(row.old) || len(cur.Procs) != len(row.cur) {
+	if old == nil || cur == nil || len(old.Procs) != len(row.old) || len(cur.Procs) != len(row.cur) ||
+		!positive(row.old) || !positive(row.cur) {
 		return
 	}
-	d := logRatios(row.old, row.cur, row.Better, 0)
-	if d == nil {
-		return
-	}
-	group := make([]int, len(d))
-	ids := map[string]int{}
-	for i := range d {
-		k := old.Procs[i] + "/" + cur.Procs[i]
-		if _, ok := ids[k]; !ok {
-			ids[k] = len(ids)
+	var v []float64
+	var labels []string
+	if f.Paired {
+		v = logRatios(row.old, row.cur, row.Better, 0)
+		for i := range v {
+			labels = append(labels, old.Procs[i]+"/"+cur.Procs[i])
 		}
-		group[i] = ids[k]
+	} else {
+		for _, side := range []struct {
+			vals  []float64
+			procs []string
+		}{{row.old, old.Procs}, {row.cur, cur.Procs}} {
+			logs := make([]float64, len(side.vals))
+			for i, x := range side.vals {
+				logs[i] = math.Log(x)
+			}
+			med := stats.Median(logs)
+			for i, l := range logs {
+				v = append(v, l-med)
+				labels = append(labels, side.procs[i])
+			}
+		}
+	}
+	group := make([]int, len(v))
+	ids := map[string]int{}
+	for i, l := range labels {
+		if l == "" || l == "/" {
+			return // runs without rdma-process lines
+		}
+		if _, ok := ids[l]; !ok {
+			ids[l] = len(ids)
+		}
+		group[i] = ids[l]
 	}
 	f.ProcessPairs = len(ids)
-	if len(ids) < 2 {
+	if len(ids) < 2 || len(ids) == len(v) {
 		return
 	}
-	f.ProcessP = permutationKW(d, group, len(ids))
-	f.ProcessSD = betweenSD(d, group, len(ids))
+	f.ProcessP = permutationKW(v, group, len(ids))
+	f.ProcessSD = betweenSD(v, group, len(ids))
 }
 
 // permutationKW is the permutation p-value of the Kruskal–Wallis

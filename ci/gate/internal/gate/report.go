@@ -227,8 +227,9 @@ func (r *Report) WriteSummary(w io.Writer) {
 	for _, f := range r.Families {
 		switch {
 		case f.ProcessesDiffer:
-			fmt.Fprintf(w, "UNDECIDED: %s: its %d process pairs disagree (Kruskal–Wallis permutation p=%.2g ≤ %g; between-process spread ≈ %s): runs of one process share an offset, so they are not independent samples; run more processes (PROCS) or a quieter machine\n",
+			fmt.Fprintf(w, "UNDECIDED: %s: its %d processes (or pairs of them) disagree (Kruskal–Wallis permutation p=%.2g ≤ %g; between-process spread ≈ %s): runs of one process share an offset, so they are not independent samples; run more processes (PROCS) or a quieter machine\n",
 				f.Key.Name, f.ProcessPairs, f.ProcessP, ProcessLevel, pct(f.ProcessSD))
+		case f.Blind:
 			fmt.Fprintf(w, "UNDECIDED: %s: n=%d+%d runs, %s: its %s sees only %s, more than -detect %s (too noisy: more runs, or a quieter machine)\n",
 				f.Key.Name, f.N1, f.N2, f.testName(), f.Unit, seesText(f.Detectable), pct(r.Opt.Detect))
 		case f.Undecided:
@@ -421,7 +422,7 @@ func (r *Report) writeProcesses(w io.Writer) {
 	}
 	slices.Sort(sds)
 	f := r.Families[worst]
-	fmt.Fprintf(w, "processes: %d benchmarks with runs from several process pairs; spread of the pairs' offsets beyond their runs' (deciding unit): median %s, largest %s (%s, %d pairs, p=%.2g); %d disagree at p ≤ %g (UNDECIDED)\n",
+	fmt.Fprintf(w, "processes: %d benchmarks with runs from several processes; spread of the processes' offsets beyond their runs' (deciding unit; paired: of process pairs): median %s, largest %s (%s, %d groups, p=%.2g); %d disagree at p ≤ %g (UNDECIDED)\n",
 		len(sds), pct(sds[len(sds)/2]), pct(f.ProcessSD), f.Key.Name, f.ProcessPairs, f.ProcessP, differ, ProcessLevel)
 }
 
