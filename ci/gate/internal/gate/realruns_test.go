@@ -35,6 +35,8 @@ import (
 
 var realIgnore = map[string]bool{"cpu": true, "rdma-node-guid": true, "rdma-selfcheck-slowdown": true}
 
+// realOptions are make compare's gate options: -paired, -detect 25%,
+// -threshold 5%.
 func realOptions(t *testing.T) Options {
 	t.Helper()
 	opt, err := NewOptions(0.05, "5%", "")
@@ -61,9 +63,12 @@ func regressed(rep *Report) map[string]bool {
 }
 
 // With blocks of 4 runs per process, the runs of a block share the
-// guest's state: the stored labelling "fails" one benchmark, and so do 9
-// of the 16 reassignments of whole block pairs to the two sides — the
-// reason make compare runs one run per process.
+// guest's state: the stored labelling "fails" one benchmark, and so do
+// many of the 16 reassignments of whole block pairs to the two sides
+// (9 when this was stored; the count moves with every change to the
+// gate's tests, so the property held is "more than the one allowed to
+// runs that take turns") — the reason make compare takes turns run by
+// run.
 func TestStoredBlocksOfFour(t *testing.T) {
 	old, cur := readCompare(t, "compare-block4")
 	opt := realOptions(t)
@@ -74,7 +79,7 @@ func TestStoredBlocksOfFour(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	assert.Equal(t, 9, reassignmentFailures(t, old, cur, opt), "same-build reassignments that fail, of 16")
+	assert.Greater(t, reassignmentFailures(t, old, cur, opt), 1, "same-build reassignments that fail, of 16")
 }
 
 // One run per process: neighbouring runs of the two sides share the
@@ -228,7 +233,9 @@ func TestStoredTurns(t *testing.T) {
 // (ns/op +15.9%, msgs/s −15.3%, p50-ns +13.5%): the two builds' loops
 // differed (RB_SLOW's checks in the loop), and so did their processes.
 // Decided by p50-ns alone the gate names it; it is the one name allowed
-// here.
+// here. For the same reason the unslowed 37 are no same-build
+// comparison, and their reassignments to the two sides (as
+// TestStoredTurns makes) are not checked here: they mix two builds.
 func TestStoredSlowdown(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -248,12 +255,6 @@ func TestStoredSlowdown(t *testing.T) {
 			for _, n := range sc.Others {
 				assert.True(t, c.others[n], "%s is not slowed, yet named", n)
 			}
-			if testing.Short() {
-				return
-			}
-			o, cu := without(old, selfcheckSlowed), without(cur, selfcheckSlowed)
-			require.Len(t, o.Order, 37)
-			assert.LessOrEqual(t, reassignmentFailures(t, o, cu, opt), 1, "same-build reassignments of the other 37 that fail, of 16")
 		})
 	}
 }
@@ -288,18 +289,6 @@ var selfcheckSlowed = func() map[string]bool {
 	}
 	return m
 }()
-
-// without returns a copy of s without the benchmarks named in drop.
-func without(s *Set, drop map[string]bool) *Set {
-	n := cloneSet(s)
-	n.Order = slices.DeleteFunc(slices.Clone(n.Order), func(k Key) bool { return drop[k.Name] })
-	for k := range n.Benches {
-		if drop[k.Name] {
-			delete(n.Benches, k)
-		}
-	}
-	return n
-}
 
 // The self-checks of issue #41's design, as make compare ran them on a
 // fresh clone, quiet machine (testdata/README.md says when): the default
