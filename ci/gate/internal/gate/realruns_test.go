@@ -297,7 +297,7 @@ var selfcheckSlowed = func() map[string]bool {
 // draw made). Every pick is named or UNDECIDED, none passes silently, no
 // more than one unpicked benchmark is named over them all, and the
 // benchmarks see a median slowdown of at most 15% in their deciding unit.
-const storedRandomChecks = 2
+const storedRandomChecks = 3
 
 func TestStoredRandomSelfChecks(t *testing.T) {
 	olds, err := filepath.Glob(fixture("compare-random*-old.txt"))
