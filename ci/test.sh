@@ -5,15 +5,26 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # step NAME: start a step; the table at the end (also on failure) gives
 # each step's wall time (issue #42: make test within 20 minutes).
-steps=() times=() t_step=$SECONDS t_all=$SECONDS
+# The whole output also goes to .cache/maketest.log; on a failure the
+# failing step's FAIL and error lines are printed again after the table,
+# so that the last lines of a CI log say why (CI keeps only its tail).
+mkdir -p .cache
+log=.cache/maketest.log
+exec > >(tee "$log") 2>&1
+steps=() times=() t_step=$SECONDS t_all=$SECONDS step_line=1
 step_end() { ((${#steps[@]})) && times+=($((SECONDS - t_step))); t_step=$SECONDS; }
-step() { step_end; steps+=("$*"); printf '\n=== %s\n' "$*"; }
+step() { step_end; steps+=("$*"); step_line=$(($(wc -l <"$log") + 1)); printf '\n=== %s\n' "$*"; }
 report() {
 	local rc=$? i
 	step_end
 	printf '\n=== make test: wall time per step (exit %d)\n' "$rc"
 	for i in "${!steps[@]}"; do printf '%6d s  %s\n' "${times[i]}" "${steps[i]:0:90}"; done
 	printf '%6d s  total\n' $((SECONDS - t_all))
+	if ((rc != 0)); then
+		sleep 0.5 # tee's last lines
+		printf '\n=== why it failed: the FAIL and error lines of "%s" (its whole output: %s from line %d)\n' "${steps[-1]:0:60}" "$log" "$step_line"
+		tail -n "+$step_line" "$log" | grep -aE 'FAIL|panic:|[Ee]rror|fatal|not after|named:|BAD |SUSPECT ' | grep -av '^===' | tail -n 15
+	fi
 }
 trap report EXIT
 
