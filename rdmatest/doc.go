@@ -79,8 +79,9 @@
 //			a.Post(0, rdmatest.CmpSwap(old, lock, 0, 1).Signaled()),
 //			a.Await(rdmatest.Sends(1)),
 //			a.Expect(old, 0), // the lock was free
-//			a.Post(0, rdmatest.Read(a.In(0, 64, 256), record),
-//				rdmatest.Write(a.Out(0, 0, 8), lock).Fenced().Signaled()), // 8 zero bytes: release
+//			a.Post(0, rdmatest.Read(a.In(0, 64, 256), record).Signaled()),
+//			a.Await(rdmatest.Sends(1)),                                 // the record is here
+//			a.Post(0, rdmatest.Write(a.Out(0, 0, 8), lock).Signaled()), // 8 zero bytes: release
 //			a.Await(rdmatest.Sends(1)),
 //		))
 //	}

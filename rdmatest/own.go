@@ -192,7 +192,13 @@ func (w WR) Signaled() WR { w.w.Flags |= verbs.FlagSignaled; return w }
 
 // Fenced returns w executed only after the earlier READs and atomics of
 // its QP have completed (IBV_SEND_FENCE): a lock's release after the
-// READ it protects.
+// READ it protects. On rxe (seen on Debian's 6.1 kernel) a fenced WR can
+// stall for good: the requester and the completer share wait_fence
+// without a lock, and a READ completing between the requester's fence
+// check and its setting wait_fence wakes nobody (linux-rdma, Bob
+// Pearson, June 2023). The program then ends at its await deadline
+// with the WRs outstanding. Awaiting the READ before posting w does the
+// same in the program and works on every device; the examples do that.
 func (w WR) Fenced() WR { w.w.Flags |= verbs.FlagFence; return w }
 
 // Inline returns w with its payload copied into the WQE (at most
