@@ -67,7 +67,7 @@ func runFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.Var(&o.scenarios, "scenario", "a bench_test scenario by name, e.g. WriteBW/size=65536 (repeatable; default "+strings.Join(defaultScenarios, " and ")+")")
 	fs.IntVar(&o.runs, "runs", 5, fmt.Sprintf("runs per link and scenario, 1..%d", coord.MaxRuns))
 	fs.IntVar(&o.iters, "iters", 0, "iterations of each run (default: perftest's, 1000 for latency scenarios, 5000 for the others)")
-	fs.DurationVar(&o.pairTimeout, "pair-timeout", 10*time.Minute, "deadline of one pair's scenarios")
+	fs.DurationVar(&o.pairTimeout, "pair-timeout", 10*time.Minute, "deadline of one pair's turn in a round: one run of each scenario")
 	fs.StringVar(&o.out, "o", "fabric.txt", "the result stream (benchfmt); the second pass goes to the same name with -retest")
 	reportFlags(fs, o)
 	fs.BoolVar(&o.confirm, "confirm", true, "retest the suspects against healthy nodes before naming them")

@@ -100,10 +100,13 @@ type Options struct {
 	// Scenarios run on every pair, in order; at least one, at most
 	// MaxScenarios, no name twice.
 	Scenarios []Scenario
-	// Runs is the number of runs per link and scenario, 1..MaxRuns.
+	// Runs is the number of runs per link and scenario, 1..MaxRuns: the
+	// plan is run that many times over, one run each time (see Rows in
+	// the package documentation).
 	Runs int
-	// PairTimeout bounds each pair (all its scenarios), and each node's
-	// dial and facts; it must be positive.
+	// PairTimeout bounds each pair's turn in a round (one run of each
+	// of its scenarios), and each node's dial and facts; it must be
+	// positive.
 	PairTimeout time.Duration
 	// Concurrency runs the pairs of a round at the same time; false
 	// runs them one at a time. DefaultOptions sets it.
@@ -183,7 +186,7 @@ type NodeFailure struct {
 
 // Summary tells what a run did.
 type Summary struct {
-	// Rounds is the number of rounds run to the end.
+	// Rounds is the number of rounds run to the end, over all passes.
 	Rounds int
 	// Links is the number of directed links with at least one scenario
 	// measured.

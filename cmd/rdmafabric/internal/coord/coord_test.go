@@ -46,7 +46,7 @@ func TestRunAll(t *testing.T) {
 			var buf bytes.Buffer
 			sum, err := coord.Run(context.Background(), o, f.dial, &buf)
 			require.NoError(t, err)
-			assert.Equal(t, coord.Summary{Rounds: 6, Links: 12, Measured: 24, Rows: 72}, sum)
+			assert.Equal(t, coord.Summary{Rounds: 18, Links: 12, Measured: 24, Rows: 72}, sum, "3 passes of 6 rounds")
 			assert.Empty(t, f.violations)
 			out := buf.String()
 
@@ -114,13 +114,14 @@ func TestStreamOrder(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	assert.Equal(t, "pkg: "+coord.Pkg, lines[0])
 
-	// Rows follow the plan: rounds, the round's pair order, scenarios,
-	// runs; a Unit line comes before the first row using the unit.
+	// Rows follow the plan once per run (pass): rounds, the round's pair
+	// order, scenarios; a Unit line comes before the first row using
+	// the unit.
 	var want []string
-	for _, r := range o.Plan.Rounds {
-		for _, p := range r {
-			for _, sc := range o.Scenarios {
-				for range o.Runs {
+	for range o.Runs {
+		for _, r := range o.Plan.Rounds {
+			for _, p := range r {
+				for _, sc := range o.Scenarios {
 					want = append(want, fmt.Sprintf("BenchmarkFabric/src=node%d/dst=node%d/%s-1", p.Src, p.Dst, sc.Name))
 				}
 			}
@@ -195,7 +196,7 @@ func TestFailures(t *testing.T) {
 	var buf bytes.Buffer
 	sum, err := coord.Run(context.Background(), o, f.dial, &buf)
 	require.NoError(t, err)
-	assert.Equal(t, 6, sum.Rounds)
+	assert.Equal(t, 12, sum.Rounds, "2 passes of 6 rounds")
 	assert.Equal(t, 10, sum.Links)
 	assert.Equal(t, 20, sum.Measured)
 	require.Len(t, sum.Failures, 4)
@@ -223,6 +224,23 @@ func TestFailures(t *testing.T) {
 	assert.Len(t, fab.Links, 10)
 }
 
+// A link scenario that fails in a later pass keeps the rows of the
+// passes before, is a failure once, and is not run again.
+func TestFailsInALaterPass(t *testing.T) {
+	o := options(t, 4, 3)
+	o.Scenarios = o.Scenarios[:1]
+	f := newFake()
+	f.failFrom = map[link]int{{"node1", "node2"}: 2}
+	var buf bytes.Buffer
+	sum, err := coord.Run(context.Background(), o, f.dial, &buf)
+	require.NoError(t, err)
+	assert.Equal(t, coord.Summary{Rounds: 18, Links: 11, Measured: 11, Rows: 34, Failures: sum.Failures}, sum)
+	require.Len(t, sum.Failures, 1)
+	assert.ErrorIs(t, sum.Failures[0].Err, errLater)
+	assert.Equal(t, 2, f.calls[link{"node1", "node2"}], "not run again after it failed")
+	assert.Equal(t, 1, strings.Count(buf.String(), "BenchmarkFabric/src=node1/dst=node2/"))
+}
+
 func TestBadAgents(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -241,7 +259,7 @@ func TestBadAgents(t *testing.T) {
 		}, "want fabric.node.node1.<fact>", 0, ""},
 		{"few results", func(f *fakeFabric) {
 			f.results = func(l link, sc coord.Scenario, runs int) []coord.Result { return defaultResults(l, sc, runs)[:runs-1] }
-		}, "", 24, "agent returned 1 results for 2 runs"},
+		}, "", 24, "agent returned 0 results for 1 runs"},
 		{"no direction", func(f *fakeFabric) {
 			f.results = func(l link, sc coord.Scenario, runs int) []coord.Result {
 				res := defaultResults(l, sc, runs)
@@ -264,7 +282,7 @@ func TestBadAgents(t *testing.T) {
 			f.results = func(l link, sc coord.Scenario, runs int) []coord.Result {
 				res := defaultResults(l, sc, runs)
 				if l.src == "node1" {
-					res[1].Values["MB/s"] = nan()
+					res[0].Values["MB/s"] = nan()
 				}
 				return res
 			}

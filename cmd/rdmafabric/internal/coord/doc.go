@@ -19,12 +19,17 @@
 //
 // Rows. One row per run of a scenario on a directed link, its values
 // in a stable unit order: ns/op, MB/s, then the other units sorted. The
-// rows follow the plan: round by round, and within a round in the
-// round's pair order, whatever order the pairs finished in (they run at
-// the same time, each into its own buffer, and are written after the
-// round), then scenario by scenario in Options.Scenarios order. So the
-// rows of one pair are contiguous and two runs of the same inputs write
-// the same stream.
+// plan is run Options.Runs times over, in passes of one run per link
+// and scenario, so that a link's runs fall in different rounds: a
+// round's conditions (a phase of a TCG guest, other traffic at that
+// time) then show as spread between the link's runs instead of landing
+// on the link as if they were its own (docs/notes/
+// fabric-2026-12-05-median-polish.md). The rows follow the passes, each
+// round by round, and within a round in the round's pair order,
+// whatever order the pairs finished in (they run at the same time, each
+// into its own buffer, and are written after the round), then scenario
+// by scenario in Options.Scenarios order. So two runs of the same
+// inputs write the same stream.
 //
 // Units. ns/op, sec/op, MB/s, B/s, B/op and allocs/op have benchfmt's
 // built-in directions; every other unit must be given one by the agent
@@ -42,7 +47,8 @@
 //
 // Failures. A pair that fails does not stop the run. Every link and
 // scenario of the plan is either measured (Options.Runs rows) or a
-// Failure in the Summary and a line
+// Failure in the Summary (the first failure; later passes do not run it
+// again, and the rows of the passes before it stay) and a line
 // fabric.error.src=<src>/dst=<dst>/<scenario>: <one-line message>
 // after the last row (for the same reason as the counters); a node whose
 // dial or facts failed is a NodeFailure and a line
@@ -60,8 +66,9 @@
 //
 // Run first dials every node and asks for its facts (at most 64 at once
 // with Options.Concurrency, else one at a time; each under PairTimeout).
-// Then each round's pairs run at once (Concurrency) or one after another,
-// each pair under its own PairTimeout, its scenarios in order. A node is
+// Then, pass by pass, each round's pairs run at once (Concurrency) or
+// one after another, each pair under its own PairTimeout, one run of
+// each of its scenarios in order. A node is
 // in at most one pair of a round (schedule.Plan.Check), so one Agent's
 // calls never overlap; different Agents are called concurrently.
 //

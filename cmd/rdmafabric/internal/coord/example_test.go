@@ -36,7 +36,7 @@ func (a exampleAgent) Run(_ context.Context, dst string, sc coord.Scenario, runs
 }
 
 // A fabric run of two nodes, a and b: both directions, one scenario,
-// two runs each.
+// two runs each, in two passes over the plan.
 func ExampleRun() {
 	plan, err := schedule.All(2)
 	if err != nil {
@@ -60,10 +60,10 @@ func ExampleRun() {
 	// fabric.node.b.fw: 28.39.1002
 	// Unit p50-ns better=lower
 	// BenchmarkFabric/src=a/dst=b/op=write/size=65536-1	2000	65536 ns/op	1000 MB/s	5300 p50-ns
-	// BenchmarkFabric/src=a/dst=b/op=write/size=65536-1	2000	65536 ns/op	1000 MB/s	5300 p50-ns
 	// BenchmarkFabric/src=b/dst=a/op=write/size=65536-1	2000	59578.181818181816 ns/op	1100 MB/s	5300 p50-ns
+	// BenchmarkFabric/src=a/dst=b/op=write/size=65536-1	2000	65536 ns/op	1000 MB/s	5300 p50-ns
 	// BenchmarkFabric/src=b/dst=a/op=write/size=65536-1	2000	59578.181818181816 ns/op	1100 MB/s	5300 p50-ns
 	// fabric.node.a.counter.symbol_error: 2
 	// fabric.node.b.counter.symbol_error: 2
-	// {Rounds:2 Links:2 Measured:2 Rows:4 Failures:[] NodeFailures:[]}
+	// {Rounds:4 Links:2 Measured:2 Rows:4 Failures:[] NodeFailures:[]}
 }

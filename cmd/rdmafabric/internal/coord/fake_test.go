@@ -2,6 +2,7 @@ package coord_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ type fakeFabric struct {
 	delay    time.Duration                                  // each Run sleeps this long (or until ctx is done)
 	delays   map[link]time.Duration                         // replaces delay on the link
 	fail     map[link]error                                 // Run on the link fails
+	failFrom map[link]int                                   // Runs on the link fail from this call on (1: the first)
 	block    map[link]bool                                  // Run on the link blocks until ctx is done
 	dialErr  map[string]error                               // dialling the node fails
 	factsErr map[string]error                               // Facts of the node fails
@@ -29,12 +31,19 @@ type fakeFabric struct {
 
 	mu         sync.Mutex
 	busy       map[string]bool
+	calls      map[link]int
+	done       map[string]int // link and scenario → runs asked for so far
 	cur, max   int
 	runs       int
 	violations []string
 }
 
-func newFake() *fakeFabric { return &fakeFabric{busy: make(map[string]bool)} }
+func newFake() *fakeFabric {
+	return &fakeFabric{busy: make(map[string]bool), calls: make(map[link]int), done: make(map[string]int)}
+}
+
+// errLater is the failure of failFrom.
+var errLater = errors.New("fails from now on")
 
 func (f *fakeFabric) dial(node string) (coord.Agent, error) {
 	if err := f.dialErr[node]; err != nil {
@@ -64,9 +73,15 @@ func nodeNum(n string) int {
 // defaultResults are runs results: ns/op, MB/s, p50-ns (lower), and
 // msgs/s (higher) for the scenarios with op=send; one symbol_error a run.
 func defaultResults(l link, sc coord.Scenario, runs int) []coord.Result {
+	return resultsFrom(l, sc, 0, runs)
+}
+
+// resultsFrom is defaultResults for the runs first..first+runs−1 of the
+// link and scenario (coord asks for one run a pass).
+func resultsFrom(l link, sc coord.Scenario, first, runs int) []coord.Result {
 	res := make([]coord.Result, runs)
 	for i := range res {
-		bw := mbps(l, sc, i)
+		bw := mbps(l, sc, first+i)
 		res[i] = coord.Result{
 			Iters:    1000,
 			Values:   map[string]float64{"MB/s": bw, "ns/op": 65536 / bw * 1000, "p50-ns": 5000},
@@ -110,6 +125,11 @@ func (a *fakeAgent) Run(ctx context.Context, dst string, sc coord.Scenario, runs
 	f.cur++
 	f.max = max(f.max, f.cur)
 	f.runs++
+	f.calls[l]++
+	call := f.calls[l]
+	key := l.src + ">" + l.dst + "/" + sc.Name
+	first := f.done[key]
+	f.done[key] += runs
 	onRun := f.onRun
 	f.mu.Unlock()
 	defer func() {
@@ -128,6 +148,9 @@ func (a *fakeAgent) Run(ctx context.Context, dst string, sc coord.Scenario, runs
 	if err := f.fail[l]; err != nil {
 		return nil, err
 	}
+	if from, ok := f.failFrom[l]; ok && call >= from {
+		return nil, errLater
+	}
 	delay := f.delay
 	if d, ok := f.delays[l]; ok {
 		delay = d
@@ -144,5 +167,5 @@ func (a *fakeAgent) Run(ctx context.Context, dst string, sc coord.Scenario, runs
 	if f.results != nil {
 		return f.results(l, sc, runs), nil
 	}
-	return defaultResults(l, sc, runs), nil
+	return resultsFrom(l, sc, first, runs), nil
 }

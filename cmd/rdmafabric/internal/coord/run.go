@@ -27,8 +27,17 @@ type runner struct {
 	agents []Agent
 	dirs   map[string]int      // unit → +1 higher, −1 lower, written or built in
 	counts []map[string]uint64 // node index → counter → total delta
-	linked map[schedule.Pair]bool
+	// rows counts each link scenario's rows so far; failed holds those
+	// that failed, which later passes do not run again.
+	rows   map[linkScenario]int
+	failed map[linkScenario]bool
 	sum    Summary
+}
+
+// linkScenario is one scenario on one directed link.
+type linkScenario struct {
+	pair     schedule.Pair
+	scenario int // index in Options.Scenarios
 }
 
 // pairOutcome is what one pair brought back.
@@ -43,6 +52,7 @@ type scenarioOutcome struct {
 	sc      Scenario
 	results []Result
 	err     error
+	skip    bool // failed in an earlier pass: nothing to write
 }
 
 // Run drives the fabric run o: it dials every node, writes the stream's
@@ -65,7 +75,6 @@ func Run(ctx context.Context, o Options, dial Dialer, w io.Writer) (Summary, err
 		bw:     bufio.NewWriter(w),
 		dirs:   make(map[string]int),
 		counts: make([]map[string]uint64, len(o.Nodes)),
-		linked: make(map[schedule.Pair]bool),
 	}
 	facts := r.connect(ctx)
 	r.line("pkg: " + Pkg)
@@ -78,24 +87,30 @@ func Run(ctx context.Context, o Options, dial Dialer, w io.Writer) (Summary, err
 		return r.sum, fmt.Errorf("coord: writing the stream header: %w", err)
 	}
 	var stopped error
-	for ri, round := range o.Plan.Rounds {
-		if err := ctx.Err(); err != nil {
-			stopped = fmt.Errorf("coord: run stopped before round %d of %d: %w", ri+1, len(o.Plan.Rounds), err)
-			break
+	r.failed = make(map[linkScenario]bool)
+	r.rows = make(map[linkScenario]int)
+passes:
+	for pass := range o.Runs {
+		for ri, round := range o.Plan.Rounds {
+			if err := ctx.Err(); err != nil {
+				stopped = fmt.Errorf("coord: run stopped before round %d of %d in pass %d of %d: %w", ri+1, len(o.Plan.Rounds), pass+1, o.Runs, err)
+				break passes
+			}
+			outs := r.runRound(ctx, round)
+			for _, out := range outs {
+				r.writePair(out)
+			}
+			if err := r.bw.Flush(); err != nil {
+				return r.sum, fmt.Errorf("coord: writing round %d of pass %d: %w", ri+1, pass+1, err)
+			}
+			if len(outs) < len(round) {
+				stopped = fmt.Errorf("coord: run stopped in round %d of %d in pass %d of %d: %w", ri+1, len(o.Plan.Rounds), pass+1, o.Runs, ctx.Err())
+				break passes
+			}
+			r.sum.Rounds++
 		}
-		outs := r.runRound(ctx, round)
-		for _, out := range outs {
-			r.writePair(out)
-		}
-		if err := r.bw.Flush(); err != nil {
-			return r.sum, fmt.Errorf("coord: writing round %d: %w", ri+1, err)
-		}
-		if len(outs) < len(round) {
-			stopped = fmt.Errorf("coord: run stopped in round %d of %d: %w", ri+1, len(o.Plan.Rounds), ctx.Err())
-			break
-		}
-		r.sum.Rounds++
 	}
+	r.count()
 	r.writeTrailer()
 	if err := r.bw.Flush(); err != nil {
 		return r.sum, fmt.Errorf("coord: writing the counter and failure lines: %w", err)
@@ -222,9 +237,10 @@ func (r *runner) runRound(ctx context.Context, round schedule.Round) []pairOutco
 	return outs
 }
 
-// runPair runs every scenario on pair p under the pair timeout. It is
-// called concurrently for the pairs of a round and touches no shared
-// state but its agent.
+// runPair runs one run of every scenario on pair p under the pair
+// timeout, but those that failed in an earlier pass. It is called
+// concurrently for the pairs of a round: it only reads the runner's
+// state, which changes between rounds, and calls only its own agent.
 func (r *runner) runPair(ctx context.Context, p schedule.Pair) pairOutcome {
 	out := pairOutcome{pair: p, scen: make([]scenarioOutcome, len(r.o.Scenarios))}
 	src, dst := r.o.Nodes[p.Src], r.o.Nodes[p.Dst]
@@ -235,14 +251,16 @@ func (r *runner) runPair(ctx context.Context, p schedule.Pair) pairOutcome {
 		so := &out.scen[i]
 		so.sc = sc
 		switch {
+		case r.failed[linkScenario{p, i}]:
+			so.skip = true // failed in an earlier pass: recorded then
 		case a == nil:
 			so.err = fmt.Errorf("not run: node %s could not be dialled", src)
 		case pctx.Err() != nil:
 			so.err = fmt.Errorf("not run: %w", withCause(pctx, pctx.Err()))
 		default:
-			res, err := a.Run(pctx, dst, sc, r.o.Runs)
+			res, err := a.Run(pctx, dst, sc, 1)
 			if err == nil {
-				err = checkResults(res, r.o.Runs)
+				err = checkResults(res, 1)
 			}
 			if err != nil {
 				so.err = withCause(pctx, err)

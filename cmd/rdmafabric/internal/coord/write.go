@@ -13,6 +13,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/rdmabench/rdmabench/cmd/internal/facts"
+	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/schedule"
 )
 
 // builtinDir is the direction benchfmt itself gives a unit without a
@@ -28,7 +29,10 @@ const maxMessage = 1000
 // and records its failures.
 func (r *runner) writePair(out pairOutcome) {
 	src, dst := r.o.Nodes[out.pair.Src], r.o.Nodes[out.pair.Dst]
-	for _, so := range out.scen {
+	for i, so := range out.scen {
+		if so.skip {
+			continue
+		}
 		var declare map[string]int
 		err := so.err
 		if err == nil {
@@ -36,6 +40,7 @@ func (r *runner) writePair(out pairOutcome) {
 		}
 		if err != nil {
 			r.sum.Failures = append(r.sum.Failures, Failure{Src: src, Dst: dst, Scenario: so.sc.Name, Err: err})
+			r.failed[linkScenario{out.pair, i}] = true
 			continue
 		}
 		for _, u := range slices.Sorted(maps.Keys(declare)) {
@@ -52,10 +57,21 @@ func (r *runner) writePair(out pairOutcome) {
 			r.addCounters(out.pair.Src, res.Counters)
 		}
 		r.sum.Rows += len(so.results)
-		r.sum.Measured++
-		r.linked[out.pair] = true
-		r.sum.Links = len(r.linked)
+		r.rows[linkScenario{out.pair, i}] += len(so.results)
 	}
+}
+
+// count sets the Summary's Measured and Links: the link scenarios with
+// a row from every pass and no failure, and their links.
+func (r *runner) count() {
+	linked := make(map[schedule.Pair]bool)
+	for ls, n := range r.rows {
+		if n == r.o.Runs && !r.failed[ls] {
+			r.sum.Measured++
+			linked[ls.pair] = true
+		}
+	}
+	r.sum.Links = len(linked)
 }
 
 // directions checks the unit directions of a scenario's results against
