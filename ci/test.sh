@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 # so that the last lines of a CI log say why (CI keeps only its tail).
 mkdir -p .cache
 log=.cache/maketest.log
-exec > >(tee "$log") 2>&1
+: >"$log" # made here: tee, started in the background, may not have yet
+exec > >(tee -a "$log") 2>&1
 steps=() times=() t_step=$SECONDS t_all=$SECONDS step_line=1
 step_end() { ((${#steps[@]})) && times+=($((SECONDS - t_step))); t_step=$SECONDS; }
 step() { step_end; steps+=("$*"); step_line=$(($(wc -l <"$log") + 1)); printf '\n=== %s\n' "$*"; }
