@@ -91,6 +91,7 @@ func TestNestedComponents(t *testing.T) {
 // StoredComponents ./ci/gate/internal/gate prints the table that
 // docs/compare.md quotes.
 func TestStoredComponents(t *testing.T) {
+	t.Parallel() // the stored runs are read only; the gate keeps no state
 	olds, err := filepath.Glob(fixture("compare-random*-old.txt"))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(olds), storedRandomChecks)

@@ -70,6 +70,7 @@ func regressed(rep *Report) map[string]bool {
 // runs that take turns") — the reason make compare takes turns run by
 // run.
 func TestStoredBlocksOfFour(t *testing.T) {
+	t.Parallel() // the stored runs are read only; the gate keeps no state
 	old, cur := readCompare(t, "compare-block4")
 	opt := realOptions(t)
 	rep := Compare(old, cur, opt)
@@ -85,6 +86,7 @@ func TestStoredBlocksOfFour(t *testing.T) {
 // One run per process: neighbouring runs of the two sides share the
 // guest's state, and the gate pairs them where they do.
 func TestStoredOneRunPerProcess(t *testing.T) {
+	t.Parallel() // the stored runs are read only; the gate keeps no state
 	old, cur := readCompare(t, "compare-block1")
 	rep := Compare(old, cur, realOptions(t))
 	require.Len(t, rep.Families, 3)
@@ -167,6 +169,7 @@ func cloneSet(s *Set) *Set {
 // none of the 16 reassignments of groups of 4 pairs to the two sides
 // (same-build comparisons with the same timing) fails.
 func TestStoredDefault(t *testing.T) {
+	t.Parallel() // the stored runs are read only; the gate keeps no state
 	old, cur := readCompare(t, "compare-default")
 	opt := realOptions(t)
 	rep := Compare(old, cur, opt)
@@ -197,6 +200,7 @@ func TestStoredDefault(t *testing.T) {
 // 16 × 47 × ~8 units of it. They run with GATE_SLOW_TESTS=1 (0 of 16
 // fail); make test checks the run itself.
 func TestStoredTurns(t *testing.T) {
+	t.Parallel() // the stored runs are read only; the gate keeps no state
 	for _, c := range []struct {
 		name string
 		slow bool
@@ -237,6 +241,7 @@ func TestStoredTurns(t *testing.T) {
 // comparison, and their reassignments to the two sides (as
 // TestStoredTurns makes) are not checked here: they mix two builds.
 func TestStoredSlowdown(t *testing.T) {
+	t.Parallel() // the stored runs are read only; the gate keeps no state
 	for _, c := range []struct {
 		name   string
 		others map[string]bool
@@ -300,6 +305,7 @@ var selfcheckSlowed = func() map[string]bool {
 const storedRandomChecks = 3
 
 func TestStoredRandomSelfChecks(t *testing.T) {
+	t.Parallel() // the stored runs are read only; the gate keeps no state
 	olds, err := filepath.Glob(fixture("compare-random*-old.txt"))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(olds), storedRandomChecks, "the stored random self-checks")
