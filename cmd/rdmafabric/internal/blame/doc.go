@@ -74,10 +74,14 @@
 // much as the node, on a real run).
 //
 // Outliers. A value is an outlier below when it is under both
-// m − K·MAD and m·(1 − MinDrop), where m and MAD (scaled by 1.4826, a
-// standard deviation for normal noise) are those of the other values,
+// m·exp(−K·MAD) and m·(1 − MinDrop), where m is the median of the other
+// values and MAD (scaled by 1.4826, a standard deviation for normal
+// noise) the median absolute deviation of their logarithms from log m,
 // leaving the judged one out so that one bad node of four cannot hide
 // itself by pulling the median; at least two other values are needed.
+// The spread is a factor, as rates vary: on the linear scale, m − K·MAD
+// fell to zero when healthy links were 2× apart, and then nothing at
+// all could be named (CI at a02c6e3, testdata/ci-a02c6e3-faults.txt).
 // K defaults to 4: with MAD as σ a healthy node is below it about once in
 // 30000. MinDrop defaults to 10%: a tight fabric has a MAD of a fraction
 // of a percent, and a node 2% slower is noise to an operator, not a node

@@ -319,6 +319,10 @@ func TestLeaveOneOut(t *testing.T) {
 		{"one bad of four", []float64{1.25, 1.25, 1.25, 0.75}, []float64{1.25, 1.25, 1.25, 1.25}, []bool{false, false, false, true}},
 		{"too few", []float64{1, 0.1}, []float64{1, 0.1}, []bool{false, false}},
 		{"spread hides 0.8", []float64{1, 1.2, 0.8, 1.1, 0.9}, []float64{1, 0.95, 1.05, 0.95, 1.05}, []bool{false, false, false, false, false}},
+		// CI's faults pass at a02c6e3: four healthy links 2× apart and
+		// the faulty one 10× below them. With the spread on the linear
+		// scale its threshold came out near 0 and nothing was named.
+		{"2x spread, one 10x below", []float64{1.72, 1.29, 0.89, 1.11, 0.18}, []float64{1, 1, 1.2, 1.09, 1.2}, []bool{false, false, false, false, true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
