@@ -11,13 +11,17 @@
 # fail.
 
 # The scenarios and their size: every pass runs 12 directed links × 2
-# scenarios × FABRIC_RUNS runs of FABRIC_ITERS iterations (the faults
-# pass FABRIC_FAULT_ITERS: its faulty links take 55-105 ms a round trip,
-# and at 100 iterations that pass alone took 381 s of make test's 20
-# minutes; 50 still give a p50 of 50 round trips and 3.2 MB a stream).
+# scenarios × FABRIC_RUNS runs of FABRIC_ITERS iterations. The faults
+# pass runs FABRIC_FAULT_RUNS of FABRIC_FAULT_ITERS: its faulty links
+# take 55-105 ms a round trip, and at 3 runs of 100 iterations that pass
+# alone took 381 s of make test's 20 minutes. Its faults are 5-10×
+# (faults.sh), far beyond what 2 runs of 50 (a p50 of 50 round trips,
+# 3.2 MB a stream) can blur; the healthy pass, where a false name would
+# come from noise, keeps 3 runs of 100.
 FABRIC_RUNS=${FABRIC_RUNS:-3}
 FABRIC_SCENARIOS=${FABRIC_SCENARIOS:-WriteBW/size=65536 WriteLat/size=8}
 FABRIC_ITERS=${FABRIC_ITERS:-100}
+FABRIC_FAULT_RUNS=${FABRIC_FAULT_RUNS:-2}
 FABRIC_FAULT_ITERS=${FABRIC_FAULT_ITERS:-50}
 FABRIC_PORT=18515
 # Blame's least drop: TCG noise. In 4 guests sharing 2 host cores an
@@ -44,7 +48,7 @@ fabric_pass() {
 	wait_for 120 "$FABRIC_NODES agents up" sh -c '[ "$(grep -c "agent node[0-9]*: runs scenarios" "$0")" -eq "$1" ]' "$out/agents.log" "$FABRIC_NODES"
 	grep "agent node" "$out/agents.log"
 
-	fabric_run healthy "$nodes" "$FABRIC_ITERS" || return
+	fabric_run healthy "$nodes" "$FABRIC_RUNS" "$FABRIC_ITERS" || return
 
 	log "faults in: ${FAULT_NODE:-no node} delays its packets, $FAULT_LINK_DESC"
 	touch "$FABRIC_RUN/inject"
@@ -53,7 +57,7 @@ fabric_pass() {
 		wait_for 60 "node$i's fault in" test -e "$FABRIC_RUN/injected-node$i"
 	done
 
-	fabric_run faults "$nodes" "$FABRIC_FAULT_ITERS" || return
+	fabric_run faults "$nodes" "$FABRIC_FAULT_RUNS" "$FABRIC_FAULT_ITERS" || return
 
 	# srun forwards SIGTERM to the tasks (rdmapeer ends its sessions and
 	# exits) and returns when they have. (Two SIGINTs, srun's abort, must
@@ -65,16 +69,16 @@ fabric_pass() {
 	return 0
 }
 
-# fabric_run NAME NODES ITERS: one coordinator run into
+# fabric_run NAME NODES RUNS ITERS: one coordinator run into
 # $FABRIC_RUN/NAME*; checks its exit status and what its report names
 # against the faults in (none for healthy).
 fabric_run() {
-	local name=$1 nodes=$2 iters=$3 out=$FABRIC_RUN rc want named expect sc t0=$SECONDS
+	local name=$1 nodes=$2 runs=$3 iters=$4 out=$FABRIC_RUN rc want named expect sc t0=$SECONDS
 	local scenarios=()
 	for sc in $FABRIC_SCENARIOS; do scenarios+=(-scenario "$sc"); done
-	log "rdmafabric run ($name): -nodes $nodes, $FABRIC_RUNS runs of $iters iterations"
+	log "rdmafabric run ($name): -nodes $nodes, $runs runs of $iters iterations"
 	timeout 1200 "$FABRIC_BIN/rdmafabric" run -nodes "$nodes" -port "$FABRIC_PORT" \
-		"${scenarios[@]}" -runs "$FABRIC_RUNS" -iters "$iters" \
+		"${scenarios[@]}" -runs "$runs" -iters "$iters" \
 		-pair-timeout 4m -o "$out/$name.txt" -json "$out/$name.json" -heatmap "$out/$name-heatmap" -drain slurm -min-drop "$FABRIC_MIN_DROP" \
 		>"$out/$name-report.txt"
 	rc=$?
