@@ -17,7 +17,7 @@ import (
 // nothing else.
 func TestRealRuns(t *testing.T) {
 	ci := Options{MinDrop: 0.7}
-	for _, run := range []string{"ci-6a5ea6e", "ci-a02c6e3"} {
+	for _, run := range []string{"ci-6a5ea6e", "ci-a02c6e3", "ci-84e67be"} {
 		t.Run(run, func(t *testing.T) {
 			healthy := readTestdata(t, run+"-healthy.txt")
 			rep := Judge(healthy, ci)
@@ -28,9 +28,11 @@ func TestRealRuns(t *testing.T) {
 			assertFaultsNamed(t, Judge(faults, ci))
 		})
 	}
-	// The retest (second pass) of 6a5ea6e's faults confirms both.
-	first, second := readTestdata(t, "ci-6a5ea6e-faults.txt"), readTestdata(t, "ci-6a5ea6e-faults-retest.txt")
-	assertFaultsNamed(t, Confirm(first, second, ci))
+	// The retests (second passes) of the faults confirm both.
+	for _, run := range []string{"ci-6a5ea6e", "ci-84e67be"} {
+		first, second := readTestdata(t, run+"-faults.txt"), readTestdata(t, run+"-faults-retest.txt")
+		assertFaultsNamed(t, Confirm(first, second, ci))
+	}
 }
 
 // assertFaultsNamed checks rep names node3 and the link node1↔node2,
