@@ -159,36 +159,42 @@ func (c *confirmer) node(n string) []Finding {
 	return again
 }
 
-// slowNode re-scores a slow node on its second-pass links with nodes
-// that are not suspects, against the first pass's median and threshold.
+// slowNode re-scores a slow node on its second-pass links, in the
+// finding's direction, with nodes that are not suspects, against the
+// first pass's median and threshold.
 func (c *confirmer) slowNode(n string, fd Finding) (Finding, bool) {
 	a := c.analysis(fd.Scenario, fd.Unit)
 	if a == nil {
 		return Finding{}, false
 	}
-	gs, vs := c.retestLinks(a, n, func(peer string) bool { return c.suspect[peer] == nil })
+	d := receiving
+	if fd.Direction == sending.String() {
+		d = sending
+	}
+	k := nodeDir{n, d}
+	gs, vs := c.retestLinks(a, n, d, func(peer string) bool { return c.suspect[peer] == nil })
 	if len(gs) == 0 {
 		return Finding{}, false
 	}
 	score := median(gs)
 	got := Finding{
-		Code: fd.Code, Scenario: fd.Scenario, Unit: fd.Unit,
-		Score: rel(score, a.nodeTyp[n]), Threshold: rel(a.nodeThr[n], a.nodeTyp[n]),
+		Code: fd.Code, Direction: fd.Direction, Scenario: fd.Scenario, Unit: fd.Unit,
+		Score: rel(score, a.nodeTyp[k]), Threshold: rel(a.nodeThr[k], a.nodeTyp[k]),
 		Median: median(vs), Links: len(gs),
 	}
-	return got, score < a.nodeThr[n]
+	return got, score < a.nodeThr[k]
 }
 
 // retestLinks returns the goodness (against the first pass's median)
-// and the value of node's second-pass links whose other end keep
-// accepts.
-func (c *confirmer) retestLinks(a *analysis, node string, keep func(peer string) bool) (gs, vs []float64) {
+// and the value of node's second-pass links in direction d whose other
+// end keep accepts.
+func (c *confirmer) retestLinks(a *analysis, node string, d direction, keep func(peer string) bool) (gs, vs []float64) {
 	runs := c.second.Runs[a.Scenario][a.Unit]
 	for _, l := range c.second.Links {
 		peer := l.Dst
-		switch node {
-		case l.Src:
-		case l.Dst:
+		switch {
+		case node == l.Src && d == sending:
+		case node == l.Dst && d == receiving:
 			peer = l.Src
 		default:
 			continue
@@ -227,13 +233,16 @@ func (c *confirmer) link(l Link) []Finding {
 }
 
 // thirdsHealthy reports whether both ends of l score normally, in the
-// second pass, on their links with third nodes that are not suspects;
-// an end without such a link is not held against l.
+// second pass and in each direction, on their links with third nodes
+// that are not suspects; an end without such a link is not held
+// against l.
 func (c *confirmer) thirdsHealthy(a *analysis, l Link) bool {
 	third := func(peer string) bool { return peer != l.Src && peer != l.Dst && c.suspect[peer] == nil }
 	for _, n := range []string{l.Src, l.Dst} {
-		if gs, _ := c.retestLinks(a, n, third); len(gs) > 0 && median(gs) < a.nodeThr[n] {
-			return false
+		for _, d := range directions {
+			if gs, _ := c.retestLinks(a, n, d, third); len(gs) > 0 && median(gs) < a.nodeThr[nodeDir{n, d}] {
+				return false
+			}
 		}
 	}
 	return true

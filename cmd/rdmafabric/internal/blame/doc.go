@@ -65,13 +65,17 @@
 //
 // Goodness. A link's goodness g is its value over the median value of
 // all links (inverted for lower-is-better units): 1 is typical, below 1
-// is worse. A node's score is its goodness with its best partner: the
-// median g of its links with each partner (both directions), and the
-// largest of those. A node slow with all is slow even with its best
-// partner; a bad link or a bad partner leaves a healthy node its other
-// partners (with 4 nodes, one bad node and one bad link make 8 of the 12
-// links slow: a median over a node's links blamed the link's ends as
-// much as the node, on a real run).
+// is worse. A node has two scores, one a direction: sending (the links
+// it is the source of) and receiving. Each is its goodness with its
+// best partner in that direction: the largest g of those links. A node
+// slow with all is slow even with its best partner; a bad link or a bad
+// partner leaves a healthy node its other partners (with 4 nodes, one
+// bad node and one bad link make 8 of the 12 links slow: a median over
+// a node's links blamed the link's ends as much as the node, on a real
+// run). The directions are apart because a fault on a node's egress (a
+// lossy transmitter, a rate limit) slows what it sends and hardly what
+// it receives: a score over both directions hid a node with 5% egress
+// loss (issue #44).
 //
 // Outliers. A value is an outlier below when it is under both
 // m·exp(−K·MAD) and m·(1 − MinDrop), where m is the median of the other
@@ -87,8 +91,9 @@
 // of a percent, and a node 2% slower is noise to an operator, not a node
 // to drain.
 //
-// Bad node (slow-with-all): its score is an outlier among the nodes'
-// scores, in any metric. The scores are then computed again without the
+// Bad node (slow-with-all): a score of it is an outlier among the
+// nodes' scores in the same direction, in any metric; the finding says
+// which direction. The scores are then computed again without the
 // links to the nodes found bad, and judged again, until the bad nodes
 // settle (at most 5 rounds): a bad partner pulls a score down, most in
 // a small fabric, and is no fault of the node. Bad node (below-floor): its link-rate-mbps is
@@ -101,9 +106,9 @@
 //
 // Bad link (slow-link): among the links whose ends are not bad nodes,
 // its g is an outlier, and each end is healthy on its other links (its
-// score without this link, its best other partner, is not an outlier
-// among the nodes' scores). The links of a bad node are not named: the node explains
-// them.
+// scores without this link, its best other partners in each direction,
+// are not outliers among the nodes' scores). The links of a bad node are
+// not named: the node explains them.
 //
 // The node and link rules tell a node from a link by a node's other
 // partners: run every pair (schedule all). With two links a node
@@ -117,9 +122,11 @@
 // each of its ends against a healthy third node. Confirm names a suspect
 // only when that second pass shows it again, judged against the first
 // pass's medians and thresholds (the retests run in the same session):
-// a node whose median g over its retest links is again an outlier, or
+// a node whose median g over its retest links in the direction it was
+// named in is again an outlier, or
 // again below the floor, or again without a row; a link whose re-run g
-// is again an outlier while its ends are healthy with their third nodes.
+// is again an outlier while its ends are healthy, both ways, with their
+// third nodes.
 // A suspect the second pass did not measure is not confirmed.
 //
 // Evidence. Beside each verdict, stable reason codes: counter-moved,

@@ -46,13 +46,14 @@ func Example() {
 	fmt.Println("exit", rep.Exit())
 	// Output:
 	// BAD NODE node3 (slow-with-all)
-	//   slow-with-all op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6601 MB/s against fabric median 11018 MB/s (6 links)
+	//   slow-with-all sending op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6617 MB/s against fabric median 11018 MB/s (3 links)
+	//   slow-with-all receiving op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6585 MB/s against fabric median 11018 MB/s (3 links)
 	//   evidence: counter-moved symbol_error=+12; mtu-differs mtu=1024 (majority 4096)
 	// BAD LINK node0 -> node1 (slow-link)
 	//   slow-link op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6550 MB/s against fabric median 11018 MB/s
 	// healthy: 3 nodes, 5 links
 	// judged 4 nodes, 12 links on 1 metric: K=4 MADs, min drop 10%, floor 0.50 of link rate
-	// scontrol update NodeName=node3 State=DRAIN Reason="rdmabench: slow-with-all op=write/size=65536 score=0.60 6601/11018MB/s symbol_error=+12 mtu=1024"
+	// scontrol update NodeName=node3 State=DRAIN Reason="rdmabench: slow-with-all sending op=write/size=65536 score=0.60 6617/11018MB/s symbol_error=+12 mtu=1024"
 	// # bad link node0 -> node1: slow-link op=write/size=65536 score=0.60 6550/11018MB/s; not drained (a link is not a node): check the cable, transceivers and switch ports between node0 and node1
 	// exit 1
 }

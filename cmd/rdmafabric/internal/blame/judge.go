@@ -130,11 +130,13 @@ type analysis struct {
 	ref   float64          // median value of all links
 	of    map[string][]int // node → indices of its links
 	nodes []string         // sorted nodes with a link
-	bad   map[string]bool  // nodes whose score is an outlier
-	score map[string]float64
-	// nodeTyp and nodeThr are, per node, the other nodes' median score
-	// and the score below which it is bad.
-	nodeTyp, nodeThr map[string]float64
+	bad   map[string]bool  // nodes with a score that is an outlier
+	// badDir holds the directions in which a node's score is an outlier.
+	badDir map[nodeDir]bool
+	score  map[nodeDir]float64
+	// nodeTyp and nodeThr are, per node and direction, the other nodes'
+	// median score and the score below which it is bad.
+	nodeTyp, nodeThr map[nodeDir]float64
 	// linkTyp and linkThr are the same for the links named bad.
 	linkTyp, linkThr map[Link]float64
 }
@@ -143,8 +145,8 @@ type analysis struct {
 // nodes.
 func analyse(f *Fabric, m metric, o Options) *analysis {
 	a := &analysis{
-		metric: m, of: make(map[string][]int), score: make(map[string]float64),
-		nodeTyp: make(map[string]float64), nodeThr: make(map[string]float64),
+		metric: m, of: make(map[string][]int), score: make(map[nodeDir]float64),
+		nodeTyp: make(map[nodeDir]float64), nodeThr: make(map[nodeDir]float64),
 		linkTyp: make(map[Link]float64), linkThr: make(map[Link]float64),
 	}
 	runs := f.Runs[m.Scenario][m.Unit]
@@ -168,6 +170,40 @@ func analyse(f *Fabric, m metric, o Options) *analysis {
 // maxRounds bounds the rounds of judgeNodes.
 const maxRounds = 5
 
+// direction is a side of a node's links: those it sends on (it is the
+// link's source) or those it receives on.
+type direction int
+
+const (
+	sending direction = iota
+	receiving
+)
+
+// directions lists both, in the order verdicts give them.
+var directions = [...]direction{sending, receiving}
+
+// String is "sending" or "receiving".
+func (d direction) String() string {
+	if d == sending {
+		return "sending"
+	}
+	return "receiving"
+}
+
+// nodeDir is a node's links in one direction.
+type nodeDir struct {
+	node string
+	dir  direction
+}
+
+// dirOf is the direction of link i seen from node, one of its ends.
+func (a *analysis) dirOf(node string, i int) direction {
+	if a.links[i].Src == node {
+		return sending
+	}
+	return receiving
+}
+
 // judgeNodes scores and judges the nodes, then again leaving out of
 // every score the links to the nodes found bad, until the bad nodes no
 // longer change (at most maxRounds): a bad node pulls down the scores
@@ -177,15 +213,19 @@ func (a *analysis) judgeNodes(o Options) {
 	a.bad = make(map[string]bool)
 	scores := make([]float64, len(a.nodes))
 	for range maxRounds {
-		for i, n := range a.nodes {
-			scores[i] = a.nodeScore(n, -1)
-		}
-		t := leaveOneOut(scores, o.K, o.MinDrop)
 		bad := make(map[string]bool)
-		for i, n := range a.nodes {
-			a.score[n], a.nodeTyp[n], a.nodeThr[n] = scores[i], t.typical[i], t.threshold[i]
-			if scores[i] < t.threshold[i] {
-				bad[n] = true
+		a.badDir = make(map[nodeDir]bool)
+		for _, d := range directions {
+			for i, n := range a.nodes {
+				scores[i] = a.nodeScore(n, d, -1)
+			}
+			t := leaveOneOut(scores, o.K, o.MinDrop)
+			for i, n := range a.nodes {
+				k := nodeDir{n, d}
+				a.score[k], a.nodeTyp[k], a.nodeThr[k] = scores[i], t.typical[i], t.threshold[i]
+				if scores[i] < t.threshold[i] {
+					bad[n], a.badDir[k] = true, true
+				}
 			}
 		}
 		if maps.Equal(bad, a.bad) {
@@ -230,36 +270,36 @@ func (a *analysis) scored(node string, skip int) []int {
 	return out
 }
 
-// nodeScore is node's goodness with its best partner: over the links
-// node is scored on (see scored), the median goodness of the links
-// with each partner (both directions), and the largest of those; NaN
-// for none. A node slow with all is slow even with its best partner,
-// while one bad link, or a bad partner, leaves a healthy node its
-// other partners: with 4 nodes, one bad node and one bad link make 8
-// of the 12 links slow, and a median over a node's links would blame
-// the link's ends as much as the node.
-func (a *analysis) nodeScore(node string, skip int) float64 {
-	byPartner := make(map[string][]float64)
-	for _, i := range a.scored(node, skip) {
-		l := a.links[i]
-		p := l.Dst
-		if p == node {
-			p = l.Src
-		}
-		byPartner[p] = append(byPartner[p], a.g[i])
-	}
+// nodeScore is node's goodness with its best partner in direction d:
+// over the links node is scored on (see scored) in that direction, the
+// largest goodness; NaN for none. A node slow with all is slow even
+// with its best partner, while one bad link, or a bad partner, leaves a
+// healthy node its other partners: with 4 nodes, one bad node and one
+// bad link make 8 of the 12 links slow, and a median over a node's
+// links would blame the link's ends as much as the node. The two
+// directions are scored apart: a fault on a node's egress (a lossy
+// transmitter, a rate limit) slows what it sends and hardly what it
+// receives, and a median over both directions hid it (issue #44: 5%
+// egress loss left node4 unnamed).
+func (a *analysis) nodeScore(node string, d direction, skip int) float64 {
 	best := math.NaN()
-	for _, gs := range byPartner {
-		if m := median(gs); !(m <= best) {
-			best = m
+	for _, i := range a.scoredDir(node, d, skip) {
+		if g := a.g[i]; !(g <= best) {
+			best = g
 		}
 	}
 	return best
 }
 
-// nodeMedian is the median value of the links node is scored on.
-func (a *analysis) nodeMedian(node string) float64 {
-	return median(a.pick(a.value, a.scored(node, -1)))
+// scoredDir is scored(node, skip) in direction d only.
+func (a *analysis) scoredDir(node string, d direction, skip int) []int {
+	var out []int
+	for _, i := range a.scored(node, skip) {
+		if a.dirOf(node, i) == d {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // pick returns the elements idx of v.
@@ -302,14 +342,18 @@ func judge(f *Fabric, o Options) *judgement {
 func (j *judgement) slowNodes() {
 	for _, a := range j.analyses {
 		for _, n := range a.nodes {
-			if !a.bad[n] {
-				continue
+			for _, d := range directions {
+				k := nodeDir{n, d}
+				if !a.badDir[k] {
+					continue
+				}
+				idx := a.scoredDir(n, d, -1)
+				j.nodes[n] = append(j.nodes[n], Finding{
+					Code: CodeSlowWithAll, Direction: d.String(), Scenario: a.Scenario, Unit: a.Unit, Pass: 1,
+					Score: rel(a.score[k], a.nodeTyp[k]), Threshold: rel(a.nodeThr[k], a.nodeTyp[k]),
+					Median: median(a.pick(a.value, idx)), Links: len(idx),
+				})
 			}
-			j.nodes[n] = append(j.nodes[n], Finding{
-				Code: CodeSlowWithAll, Scenario: a.Scenario, Unit: a.Unit, Pass: 1,
-				Score: rel(a.score[n], a.nodeTyp[n]), Threshold: rel(a.nodeThr[n], a.nodeTyp[n]),
-				Median: a.nodeMedian(n), Links: len(a.scored(n, -1)),
-			})
 		}
 	}
 }
@@ -389,12 +433,14 @@ func (j *judgement) slowLinks() {
 	}
 }
 
-// endsHealthy reports whether both ends of link i score normally
-// without it.
+// endsHealthy reports whether both ends of link i score normally,
+// in both directions, without it.
 func (a *analysis) endsHealthy(l Link, i int) bool {
 	for _, n := range []string{l.Src, l.Dst} {
-		if a.nodeScore(n, i) < a.nodeThr[n] {
-			return false
+		for _, d := range directions {
+			if a.nodeScore(n, d, i) < a.nodeThr[nodeDir{n, d}] {
+				return false
+			}
 		}
 	}
 	return true

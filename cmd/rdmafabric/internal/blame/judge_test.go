@@ -114,7 +114,7 @@ func TestJudgeLatency(t *testing.T) {
 	for _, fd := range rep.Nodes[0].Findings {
 		units = append(units, fd.Unit)
 	}
-	assert.Equal(t, []string{"msgs/s", "p50-ns"}, units, "a latency scenario is judged on msgs/s and p50-ns")
+	assert.Equal(t, []string{"msgs/s", "msgs/s", "p50-ns", "p50-ns"}, units, "a latency scenario is judged on msgs/s and p50-ns, each way")
 	assert.Equal(t, []Metric{
 		{Scenario: latName, Unit: "msgs/s", Better: "higher", FabricMedian: rep.Metrics[0].FabricMedian, Links: 56},
 		{Scenario: latName, Unit: "p50-ns", Better: "lower", FabricMedian: rep.Metrics[1].FabricMedian, Links: 56},
@@ -127,12 +127,14 @@ func TestJudgeNumbers(t *testing.T) {
 	require.Len(t, rep.Nodes, 1)
 	require.Len(t, rep.Links, 1)
 	node, link := rep.Nodes[0], rep.Links[0]
-	require.Len(t, node.Findings, 1)
+	require.Len(t, node.Findings, 2, "node3 is slow both ways")
 	require.Len(t, link.Findings, 1)
 	nf, lf := node.Findings[0], link.Findings[0]
+	assert.Equal(t, "sending", nf.Direction)
+	assert.Equal(t, "receiving", node.Findings[1].Direction)
 	assert.Equal(t, CodeSlowWithAll, node.Code)
 	assert.Equal(t, CodeSlowLink, link.Code)
-	assert.Equal(t, 6, nf.Links, "node3 is in 6 directed links")
+	assert.Equal(t, 3, nf.Links, "node3 sends on 3 directed links")
 	assert.InDelta(t, 0.6*bwBase, nf.Median, 0.02*bwBase, "the median of node3's links")
 	assert.InDelta(t, bwBase, nf.FabricMedian, 0.02*bwBase, "the median of the healthy links")
 	assert.InDelta(t, 0.6*bwBase, lf.Median, 0.02*bwBase)
@@ -209,7 +211,7 @@ func TestFloor(t *testing.T) {
 		{"floor 0.4 passes 44%", synth{nodes: 4, header: rate("25000")}, 0.4, nil, nil, 0},
 		{"floor off", synth{nodes: 4, header: rate("25000")}, -1, nil, nil, 0},
 		{"slow node below the floor too", synth{nodes: 4, header: rate("20000"), nodeFactor: map[string]float64{"node2": 0.6}}, 0,
-			[]string{"node2"}, []string{CodeSlowWithAll, CodeBelowFloor}, 0.33},
+			[]string{"node2"}, []string{CodeSlowWithAll, CodeSlowWithAll, CodeBelowFloor}, 0.33},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

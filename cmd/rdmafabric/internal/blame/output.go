@@ -102,8 +102,12 @@ func (fd Finding) Text() string {
 			fd.Code, fd.Scenario, fd.Unit, fd.Score, num(fd.LinkRate), fd.Unit, fd.Threshold,
 			num(fd.Median), fd.Unit, num(fd.FabricMedian), fd.Unit, fd.Links)
 	}
+	code := fd.Code
+	if fd.Direction != "" {
+		code += " " + fd.Direction
+	}
 	s := fmt.Sprintf("%s %s %s: score %.2f (bad below %.2f), median %s %s against fabric median %s %s",
-		fd.Code, fd.Scenario, fd.Unit, fd.Score, fd.Threshold, num(fd.Median), fd.Unit, num(fd.FabricMedian), fd.Unit)
+		code, fd.Scenario, fd.Unit, fd.Score, fd.Threshold, num(fd.Median), fd.Unit, num(fd.FabricMedian), fd.Unit)
 	if fd.Code != CodeSlowLink {
 		s += fmt.Sprintf(" (%d links)", fd.Links)
 	}
@@ -192,6 +196,9 @@ func (fd Finding) short() string {
 		return ""
 	case CodeBelowFloor:
 		return fmt.Sprintf("%s %s/%s%s=%.2f", fd.Scenario, num(fd.Median), num(fd.LinkRate), fd.Unit, fd.Score)
+	}
+	if fd.Direction != "" {
+		return fmt.Sprintf("%s %s score=%.2f %s/%s%s", fd.Direction, fd.Scenario, fd.Score, num(fd.Median), num(fd.FabricMedian), fd.Unit)
 	}
 	return fmt.Sprintf("%s score=%.2f %s/%s%s", fd.Scenario, fd.Score, num(fd.Median), num(fd.FabricMedian), fd.Unit)
 }

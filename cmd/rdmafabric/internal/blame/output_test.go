@@ -19,7 +19,8 @@ func TestWriteText(t *testing.T) {
 		want string
 	}{
 		{"bad node and bad link", badNodeAndLink(), Options{}, `BAD NODE node3 (slow-with-all)
-  slow-with-all op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6601 MB/s against fabric median 11018 MB/s (6 links)
+  slow-with-all sending op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6617 MB/s against fabric median 11018 MB/s (3 links)
+  slow-with-all receiving op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6585 MB/s against fabric median 11018 MB/s (3 links)
   evidence: counter-moved symbol_error=+12
 BAD LINK node0 -> node1 (slow-link)
   slow-link op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6550 MB/s against fabric median 11018 MB/s
@@ -32,7 +33,8 @@ judged 4 nodes, 12 links on 1 metric: K=4 MADs, min drop 10%, floor off
 `},
 		{"suspects", synth{nodes: 4, nodeFactor: map[string]float64{"node1": 0.6}}, Options{Confirm: true, K: 3}, `suspects, not verdicts: retest them against healthy nodes before naming them
 SUSPECT NODE node1 (slow-with-all)
-  slow-with-all op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6598 MB/s against fabric median 10997 MB/s (6 links)
+  slow-with-all sending op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6585 MB/s against fabric median 10997 MB/s (3 links)
+  slow-with-all receiving op=write/size=65536 MB/s: score 0.60 (bad below 0.90), median 6611 MB/s against fabric median 10997 MB/s (3 links)
 healthy: 3 nodes, 6 links
 judged 4 nodes, 12 links on 1 metric: K=3 MADs, min drop 10%, floor 0.50 of link rate
 `},
@@ -78,7 +80,7 @@ func TestJSON(t *testing.T) {
 	assert.ElementsMatch(t, []string{"node", "code", "findings", "evidence"}, keys(node))
 	assert.Equal(t, "slow-with-all", node["code"])
 	finding := node["findings"].([]any)[0].(map[string]any)
-	assert.ElementsMatch(t, []string{"code", "pass", "scenario", "unit", "score", "threshold", "median", "fabric_median", "links"}, keys(finding))
+	assert.ElementsMatch(t, []string{"code", "direction", "pass", "scenario", "unit", "score", "threshold", "median", "fabric_median", "links"}, keys(finding))
 	ev := node["evidence"].([]any)[0].(map[string]any)
 	assert.Equal(t, map[string]any{"code": "counter-moved", "node": "node3", "key": "symbol_error", "value": "+12"}, ev)
 	link := raw["bad_links"].([]any)[0].(map[string]any)
@@ -103,7 +105,7 @@ func TestDrainLines(t *testing.T) {
 	rep := Judge(badNodeAndLink().fabric(t), Options{})
 	link := "# bad link node0 -> node1: slow-link op=write/size=65536 score=0.60 6550/11018MB/s port_rcv_errors=+3; " +
 		"not drained (a link is not a node): check the cable, transceivers and switch ports between node0 and node1"
-	reason := "slow-with-all op=write/size=65536 score=0.60 6601/11018MB/s symbol_error=+12"
+	reason := "slow-with-all sending op=write/size=65536 score=0.60 6617/11018MB/s symbol_error=+12"
 	tests := []struct {
 		name     string
 		suspects bool

@@ -9,14 +9,17 @@ import (
 // Finding is one number behind a verdict.
 type Finding struct {
 	Code string `json:"code"`
+	// Direction is, for slow-with-all, the side of the node's links that
+	// is slow: "sending" (it is the source) or "receiving".
+	Direction string `json:"direction,omitempty"`
 	// Pass is 1 for the judged run, 2 for the retest that confirmed it.
 	Pass     int    `json:"pass"`
 	Scenario string `json:"scenario,omitempty"`
 	Unit     string `json:"unit,omitempty"`
 	// Score is, for slow-with-all, the node's goodness with its best
-	// partner over the other nodes' median (1 is typical, 0.6 is 40% worse); for
-	// slow-link, the link's goodness over the other links'; for
-	// below-floor, the median share of the link rate.
+	// partner in Direction over the other nodes' median (1 is typical,
+	// 0.6 is 40% worse); for slow-link, the link's goodness over the
+	// other links'; for below-floor, the median share of the link rate.
 	Score float64 `json:"score"`
 	// Threshold is the score below which the node or link is bad.
 	Threshold float64 `json:"threshold"`
