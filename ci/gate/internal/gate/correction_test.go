@@ -164,6 +164,7 @@ func simulatePower(t testing.TB, s sim, n, trials int, opt Options) powerRun {
 // for 6 comparisons per benchmark: the full simulation runs with
 // GATE_SLOW_TESTS=1, make test's with one comparison per benchmark (90%).
 func TestPowerAtRealSize(t *testing.T) {
+	t.Parallel() // reads the stored file; its own random source
 	short := testing.Short() || os.Getenv("GATE_SLOW_TESTS") != "1"
 	real := readReal(t)
 	opt := Options{Alpha: 0.05, Threshold: 0.05, UnitThresholds: defaultUnitThresholds}
@@ -216,6 +217,7 @@ func slowDown(set *Set, key Key) *Set {
 // miss is announced). The same at the default count of make compare,
 // with runs drawn from the real ones.
 func TestRealFileSlowedBenchmark(t *testing.T) {
+	t.Parallel() // reads the stored file; its own random source
 	real := readReal(t)
 	opt, err := NewOptions(0.05, "5%", "")
 	require.NoError(t, err)

@@ -211,6 +211,7 @@ func TestStoredTurns(t *testing.T) {
 		{"compare-count30", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			old, cur := readCompare(t, c.name)
 			opt := realOptions(t)
 			rep := Compare(old, cur, opt)
@@ -250,6 +251,7 @@ func TestStoredSlowdown(t *testing.T) {
 		{"compare-slow30", map[string]bool{"WriteLat/transport=UC/size=8/inline=false-2": true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			old, cur := readCompare(t, c.name)
 			opt := realOptions(t)
 			rep := Compare(old, cur, opt)
