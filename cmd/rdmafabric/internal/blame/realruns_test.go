@@ -17,7 +17,7 @@ import (
 // nothing else.
 func TestRealRuns(t *testing.T) {
 	ci := Options{MinDrop: 0.7}
-	for _, run := range []string{"ci-6a5ea6e", "ci-a02c6e3", "ci-84e67be"} {
+	for _, run := range []string{"ci-6a5ea6e", "ci-a02c6e3", "ci-026e03a"} {
 		t.Run(run, func(t *testing.T) {
 			healthy := readTestdata(t, run+"-healthy.txt")
 			rep := Judge(healthy, ci)
@@ -29,7 +29,7 @@ func TestRealRuns(t *testing.T) {
 		})
 	}
 	// The retests (second passes) of the faults confirm both.
-	for _, run := range []string{"ci-6a5ea6e", "ci-84e67be"} {
+	for _, run := range []string{"ci-6a5ea6e", "ci-026e03a"} {
 		first, second := readTestdata(t, run+"-faults.txt"), readTestdata(t, run+"-faults-retest.txt")
 		assertFaultsNamed(t, Confirm(first, second, ci))
 	}
