@@ -172,6 +172,18 @@ func TestStoredFilesNeedBoots(t *testing.T) {
 	assert.Contains(t, stdout, "OLD 8, NEW 8 boots")
 	assert.Contains(t, stdout, "REGRESSION: WriteLat/size=8-2 p50-ns")
 
+	// Real runs of two boots: the OLD sides of two stored self-checks,
+	// one build in a boot of its own each (random1 on 2026-12-04,
+	// random3 on 2026-12-05), as a firmware A/B with one make bench per
+	// firmware would be. docs/compare.md shows this example.
+	code, stdout, _ = runGate(t, "-ignore-config", "cpu,rdma-node-guid,rdma-selfcheck-slowdown",
+		fixture("compare-random1-old.txt"), fixture("compare-random3-old.txt"))
+	assert.Equal(t, gate.ExitUndecided, code, stdout)
+	assert.Contains(t, stdout, "OLD 1, NEW 1 boots")
+	assert.Contains(t, stdout, "CANNOT DECIDE: NEW holds runs of 1 boot")
+	assert.Contains(t, stdout, "each side needs runs from at least 6 boots")
+	assert.NotContains(t, stdout, "REGRESSION")
+
 	code, stdout, stderr := runGate(t, "-replicate", "hosts", fixture("base.txt"), fixture("base.txt"))
 	assert.Equal(t, gate.ExitInput, code, stdout)
 	assert.Contains(t, stderr, `-replicate "hosts": want auto, runs, processes or boots`)
