@@ -302,9 +302,10 @@ var selfcheckSlowed = func() map[string]bool {
 // matrix, 30 runs a side from 3 processes a side, SLOW='25%:random10'
 // with a fresh seed each (compare-random<i>-slow.txt holds the spec the
 // draw made). Every pick is named or UNDECIDED, none passes silently, no
-// more than one unpicked benchmark is named over them all, and the
+// more than one unpicked benchmark is named over them all (issue #41: at
+// most one false failure in six same-build compares), and the
 // benchmarks see a median slowdown of at most 15% in their deciding unit.
-const storedRandomChecks = 3
+const storedRandomChecks = 6
 
 func TestStoredRandomSelfChecks(t *testing.T) {
 	t.Parallel() // the stored runs are read only; the gate keeps no state
