@@ -57,9 +57,11 @@ type Family struct {
 	// beyond their runs' (a fraction).
 	ProcessPairs        int
 	ProcessP, ProcessSD float64
-	// ProcessesDiffer: ProcessP ≤ ProcessLevel. The runs of one process
-	// share an offset, so they are not the unit: the benchmark is
-	// UNDECIDED (never a regression or a pass on them).
+	// ProcessesDiffer: ProcessP ≤ ProcessLevel, and offsets of
+	// ProcessSD could carry the benchmark past its threshold (see
+	// offsetsMatter). The runs of one process share an offset, so they
+	// are not the unit: the benchmark is UNDECIDED (never a regression or
+	// a pass on them).
 	ProcessesDiffer bool
 }
 
@@ -112,7 +114,7 @@ func (r *Report) testBenchmarks(old, cur *Set) {
 		f.Improved = f.PBetter <= r.Lone
 		f.Undecided = !f.Significant && f.minP() > f.Level
 		r.processCheck(f, old.Benches[f.Key], cur.Benches[f.Key])
-		if f.ProcessP <= ProcessLevel {
+		if f.ProcessP <= ProcessLevel && offsetsMatter(f.ProcessSD, f.ProcessPairs, f.Paired, r.Rows[f.Row].Threshold) {
 			f.ProcessesDiffer, f.Significant, f.Improved, f.Undecided = true, false, false, true
 		}
 		if r.Opt.skipPower {

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	mstats "github.com/aclements/go-moremath/stats"
+
 	"github.com/rdmabench/rdmabench/internal/stats"
 )
 
@@ -92,6 +94,30 @@ func Groups(s *Set, by string) int {
 // process pairs agree (Family.ProcessP): below it the processes differ
 // by more than their runs explain, and the runs cannot be the unit.
 const ProcessLevel = 0.001
+
+// offsetsMatter reports whether process offsets of spread sd (a
+// fraction, ProcessSD) over k groups could by themselves carry a
+// benchmark's estimate past threshold. Paired, the groups are k pairs of
+// processes and the estimate carries about the mean of their offsets,
+// spread sd/√k; unpaired, the groups are both sides' processes, k/2 a
+// side, and the estimate carries the difference of the sides' means,
+// spread sd·2/√k. The estimate stays below the threshold with chance
+// 1 − ProcessLevel when that spread is at most threshold/z,
+// z = Φ⁻¹(1 − ProcessLevel) ≈ 3.09: sd ≤ 2.8% for 3 process pairs at the
+// default 5%. Offsets that small are real (random5 in
+// testdata/README.md: 0.9–2.6%, at p ≤ 0.001) but cannot make a false
+// name; larger ones, or a unit without a threshold, make the benchmark
+// UNDECIDED.
+func offsetsMatter(sd float64, k int, paired bool, threshold float64) bool {
+	if math.IsNaN(sd) || k < 2 || !(threshold > 0) || threshold == off {
+		return true
+	}
+	spread := math.Log1p(sd) / math.Sqrt(float64(k)) // paired: the mean of k
+	if !paired {
+		spread *= 2 // the difference of two means of k/2
+	}
+	return spread > math.Log1p(threshold)/mstats.StdNormal.InvCDF(1-ProcessLevel)
+}
 
 // processCheck sets f's process figures from its deciding row: the runs
 // grouped by the process that made them, Kruskal–Wallis H over the groups
