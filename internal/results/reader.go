@@ -29,6 +29,8 @@ type Result struct {
 	// sub-benchmark parts and -GOMAXPROCS suffix:
 	// "WriteLat/transport=RC/size=8-2".
 	Name string
+	// Iters is the line's iteration count.
+	Iters int
 	// Values are the line's values in order, as written, without those
 	// that are no number (see Reader.Skipped).
 	Values []Value
@@ -114,7 +116,7 @@ func (r *Reader) Scan() bool {
 
 // set makes rec the current Result, its values as written and finite.
 func (r *Reader) set(rec *benchfmt.Result) {
-	r.res = Result{Name: rec.Name.String(), Values: r.res.Values[:0], rec: rec}
+	r.res = Result{Name: rec.Name.String(), Iters: rec.Iters, Values: r.res.Values[:0], rec: rec}
 	for _, v := range rec.Values {
 		unit, val := v.Unit, v.Value
 		if v.OrigUnit != "" { // benchfmt tidied it (MB/s into B/s): keep the file's

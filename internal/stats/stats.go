@@ -27,3 +27,18 @@ func MedianSorted(s []float64) float64 {
 	}
 	return (s[n/2-1] + s[n/2]) / 2
 }
+
+// QuantileSorted is the q-quantile (0 ≤ q ≤ 1) of the sorted s,
+// interpolated linearly between its order statistics (Hyndman and Fan's
+// type 7, R's default); NaN for an empty s.
+func QuantileSorted(s []float64, q float64) float64 {
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	x := q * float64(len(s)-1)
+	i := int(x)
+	if i+1 >= len(s) {
+		return s[len(s)-1]
+	}
+	return s[i] + (x-float64(i))*(s[i+1]-s[i])
+}

@@ -26,3 +26,12 @@ func TestMedian(t *testing.T) {
 	}
 	assert.True(t, math.IsNaN(Median(nil)), "none: NaN")
 }
+
+func TestQuantileSorted(t *testing.T) {
+	s := []float64{1, 2, 3, 4, 5}
+	for q, want := range map[float64]float64{0: 1, 0.25: 2, 0.5: 3, 0.75: 4, 1: 5, 0.875: 4.5} {
+		assert.InDelta(t, want, QuantileSorted(s, q), 1e-12, "q=%g", q)
+	}
+	assert.Equal(t, 7.0, QuantileSorted([]float64{7}, 0.75))
+	assert.True(t, math.IsNaN(QuantileSorted(nil, 0.5)))
+}
