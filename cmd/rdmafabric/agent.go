@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/coord"
+	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
 	"github.com/rdmabench/rdmabench/rdmatest/scenario"
 )
@@ -116,8 +117,32 @@ func (a *remoteAgent) Run(ctx context.Context, dst string, sc coord.Scenario, ru
 		if len(out) == runs {
 			return nil, fmt.Errorf("agent %s: more than %d results", a.node, runs)
 		}
-		out = append(out, coord.Result{Iters: res.Iters, Values: res.Values, Units: res.Units, Counters: res.Counters})
+		out = append(out, withCounterUnits(res))
 	}
+}
+
+// withCounterUnits is a run's result for the stream: its values, and its
+// source node's watched counters that moved (rdmatest.Watched:
+// retransmissions, retries, sequence errors, drops, …) as values
+// "<counter>/run", lower is better, as rdmatest reports them on one
+// host. blame reads them per link: the node totals written after the
+// last row cannot tell a lossy link from a lossy node at its end (issue
+// #44).
+func withCounterUnits(res oob.RunResult) coord.Result {
+	r := coord.Result{Iters: res.Iters, Values: res.Values, Units: res.Units, Counters: res.Counters}
+	for c, v := range res.Counters {
+		if v == 0 || !rdmatest.Watched(c) {
+			continue
+		}
+		if r.Units == nil {
+			r.Units = make(map[string]string)
+		}
+		if r.Values == nil {
+			r.Values = make(map[string]float64)
+		}
+		r.Values[c+"/run"], r.Units[c+"/run"] = float64(v), "lower"
+	}
+	return r
 }
 
 // itersFor is a run's fixed count when -iters is not given: perftest's

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
 )
 
 // freeAddr is a loopback address nobody listens on (one a listener had a
@@ -88,4 +90,15 @@ func TestNotListeningYet(t *testing.T) {
 	assert.False(t, notListeningYet(&net.OpError{Op: "dial", Err: syscall.EHOSTUNREACH}))
 	assert.False(t, notListeningYet(context.DeadlineExceeded))
 	assert.False(t, notListeningYet(errors.New("other")))
+}
+
+func TestWithCounterUnits(t *testing.T) {
+	r := withCounterUnits(oob.RunResult{Iters: 50, Values: map[string]float64{"MB/s": 3.5},
+		Counters: map[string]uint64{"completer_retry_err": 4, "sent_pkts": 3200, "duplicate_request": 0}})
+	assert.Equal(t, map[string]float64{"MB/s": 3.5, "completer_retry_err/run": 4}, r.Values,
+		"watched counters that moved become values; traffic and zero ones do not")
+	assert.Equal(t, map[string]string{"completer_retry_err/run": "lower"}, r.Units)
+	assert.Equal(t, uint64(3200), r.Counters["sent_pkts"], "the node totals keep every counter")
+	bare := withCounterUnits(oob.RunResult{Iters: 1, Values: map[string]float64{"ns/op": 1}})
+	assert.Nil(t, bare.Units, "no counter, no unit")
 }
