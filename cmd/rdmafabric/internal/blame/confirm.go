@@ -150,6 +150,14 @@ func (c *confirmer) node(n string) []Finding {
 			got, ok = floorFindings(c.second, c.rates, c.j.o.Floor)[n]
 		case CodeNoResults:
 			got, ok = fd, slices.Contains(silent(c.second), n)
+		case CodeErrorRate:
+			got, ok = errAgain(c.second, fd, func(l Link) bool {
+				peer := l.Dst
+				if fd.Direction == receiving.String() {
+					peer = l.Src
+				}
+				return c.suspect[peer] == nil && (fd.Direction == sending.String() && l.Src == n || fd.Direction == receiving.String() && l.Dst == n)
+			})
 		}
 		if ok {
 			got.Pass = 2
@@ -213,6 +221,12 @@ func (c *confirmer) retestLinks(a *analysis, node string, d direction, keep func
 func (c *confirmer) link(l Link) []Finding {
 	var again []Finding
 	for _, fd := range c.j.links[l] {
+		if fd.Code == CodeErrorRate {
+			if got, ok := errAgain(c.second, fd, func(m Link) bool { return m == l }); ok {
+				again = append(again, got)
+			}
+			continue
+		}
 		a := c.analysis(fd.Scenario, fd.Unit)
 		runs := c.second.Runs[fd.Scenario][fd.Unit][l]
 		if a == nil || len(runs) == 0 {

@@ -49,7 +49,10 @@
 // out_of_sequence, np_cnp_sent, rp_cnp_handled,
 // np_ecn_marked_roce_packets, …). The traffic counters
 // (port_xmit_data, port_rcv_packets, …) are ignored; every other counter
-// that moved is evidence.
+// that moved is evidence. Rows may also carry the source node's watched
+// counters of that run as units "<counter>/run" (better=lower; rdmafabric
+// writes those that moved): they give each link an error rate (the
+// error-rate rule below).
 //
 // A configuration line is read wherever it is, a later value replacing
 // an earlier one and an empty value deleting it; write them before the
@@ -77,19 +80,38 @@
 // it receives: a score over both directions hid a node with 5% egress
 // loss (issue #44).
 //
-// Outliers. A value is an outlier below when it is under both
-// m·exp(−K·MAD) and m·(1 − MinDrop), where m is the median of the other
-// values and MAD (scaled by 1.4826, a standard deviation for normal
-// noise) the median absolute deviation of their logarithms from log m,
-// leaving the judged one out so that one bad node of four cannot hide
-// itself by pulling the median; at least two other values are needed.
-// The spread is a factor, as rates vary: on the linear scale, m − K·MAD
-// fell to zero when healthy links were 2× apart, and then nothing at
-// all could be named (CI at a02c6e3, testdata/ci-a02c6e3-faults.txt).
-// K defaults to 4: with MAD as σ a healthy node is below it about once in
-// 30000. MinDrop defaults to 10%: a tight fabric has a MAD of a fraction
-// of a percent, and a node 2% slower is noise to an operator, not a node
-// to drain.
+// Outliers. A value is an outlier below when it is under
+// m·exp(−K·MAD), m·(1 − MinDrop) and m·exp(−K·σ·√(2/r)), where m is the
+// median of the other values and MAD (scaled by 1.4826, a standard
+// deviation for normal noise) the median absolute deviation of their
+// logarithms from log m, leaving the judged one out so that one bad
+// node of four cannot hide itself by pulling the median; at least two
+// other values are needed. The spread is a factor, as rates vary: on
+// the linear scale, m − K·MAD fell to zero when healthy links were 2×
+// apart, and then nothing at all could be named (CI at a02c6e3,
+// testdata/ci-a02c6e3-faults.txt). K defaults to 4: with MAD as σ a
+// healthy node is below it about once in 30000. MinDrop defaults to
+// 10%: a tight fabric has a MAD of a fraction of a percent, and a node
+// 2% slower is noise to an operator, not a node to drain.
+//
+// Noise from the same run. σ is the metric's run-to-run noise: the
+// standard deviation of one run's log value about its link's median,
+// robust (1.4826 × MAD, pooled over the runs), taken over the links at
+// or above the median link: faults only make links worse, and a
+// fault's own spread (a fixed delay is steady) says nothing of how far
+// a healthy link moves. A median over r runs is compared with another,
+// hence √(2/r). The spread of three other nodes' scores (4 nodes) is a
+// poor measure of noise; the runs add one, each run of a link falling
+// in another round (the coordinator runs the schedule once a run).
+//
+// Every run. With two runs a link or more, each verdict on the medians
+// must also hold on every run alone (run k of every link, judged the
+// same way, the run-noise bound exp(−3·σ·√1.5): one run against the
+// median of the others'): a TCG phase or a burst that hits one run of a
+// link is not the link's, a fault is there in every run. On fresh
+// clones of 443df5a, a healthy node came out 3.3× slower than its peers
+// in one run of two (its 8-byte round trips 2.2 and 0.8 ms against 0.4-0.5 ms) and
+// was named, and make test failed.
 //
 // Bad node (slow-with-all): a score of it is an outlier among the
 // nodes' scores in the same direction, in any metric; the finding says
@@ -128,6 +150,22 @@
 // is again an outlier while its ends are healthy, both ways, with their
 // third nodes.
 // A suspect the second pass did not measure is not confirmed.
+//
+// Bad node or link (error-rate): a stream whose rows carry the source
+// node's watched counters per run (`<counter>/run` units, as rdmafabric
+// writes them: retries, retransmissions, sequence errors, drops; not
+// traffic, not preempted/run) gives each link an error rate, the
+// counters' deltas per iteration. A node is bad when its rate with its
+// best partner, in a direction, is above 4 times the upper quartile of
+// the other nodes' (counters come in bursts), at least 0.5 errors an
+// operation and 5 events, over all runs and in every run alone,
+// whatever its timing: a lossy transmitter errs on every link it sends
+// on. A link between nodes not named is bad by the same test against
+// the other such links (its reverse left out). In rxe's TCG guests
+// healthy links erred up to 0.3 times an operation, a node losing 5% of
+// what it sent 6 times, a link delaying 40 ms twice. On retest an
+// error-rate suspect is confirmed when its retest links' pooled rate
+// passes the same test against the first pass's reference.
 //
 // Evidence. Beside each verdict, stable reason codes: counter-moved,
 // and facts against the majority of nodes (more than half of those

@@ -121,11 +121,12 @@ func unitsFor(have map[string]map[Link][]float64, units []string) []string {
 	return out
 }
 
-// analysis is one metric's links, goodness and node judgement.
+// analysis is one metric's links, goodness and node judgement: over
+// the links' medians, or over one run of each (perRun).
 type analysis struct {
 	metric
 	links []Link
-	value []float64        // per link: median over its runs
+	value []float64        // per link: median over its runs (or one run)
 	g     []float64        // per link: goodness
 	ref   float64          // median value of all links
 	of    map[string][]int // node → indices of its links
@@ -139,23 +140,63 @@ type analysis struct {
 	nodeTyp, nodeThr map[nodeDir]float64
 	// linkTyp and linkThr are the same for the links named bad.
 	linkTyp, linkThr map[Link]float64
+	// sigma is the metric's run-to-run noise (runSigma), runs the fewest
+	// runs of a link, floor the factor of the typical value below which
+	// the noise cannot reach: exp(−K·σ·√(2/r)) for a median of r runs,
+	// exp(−runK·σ·√1.5) for one run.
+	sigma, floor float64
+	runs         int
+	// perRun are the analyses of each run alone (run k of every link),
+	// with two runs or more: a verdict must hold in each of them too.
+	perRun []*analysis
 }
 
 // analyse computes a metric's goodness and node scores, and judges the
-// nodes.
+// nodes: on the links' medians, and on each run alone.
 func analyse(f *Fabric, m metric, o Options) *analysis {
+	runs := f.Runs[m.Scenario][m.Unit]
+	var links []Link
+	var values []float64
+	r := 0
+	for _, l := range f.Links {
+		if x := runs[l]; len(x) > 0 {
+			links, values = append(links, l), append(values, median(x))
+			if r == 0 || len(x) < r {
+				r = len(x)
+			}
+		}
+	}
+	sigma := runSigma(runs, m.better)
+	a := newAnalysis(m, links, values, math.Exp(-o.K*sigma*math.Sqrt(2/float64(max(r, 1)))))
+	a.sigma, a.runs = sigma, r
+	a.judgeNodes(o)
+	if r < 2 {
+		return a
+	}
+	for k := range r {
+		one := make([]float64, len(links))
+		for i, l := range links {
+			one[i] = runs[l][k]
+		}
+		ak := newAnalysis(m, links, one, math.Exp(-runK*sigma*math.Sqrt(1.5)))
+		ak.judgeNodes(o)
+		a.perRun = append(a.perRun, ak)
+	}
+	a.keepReplicated()
+	return a
+}
+
+// newAnalysis is the analysis of the links' values, its nodes not yet
+// judged.
+func newAnalysis(m metric, links []Link, values []float64, floor float64) *analysis {
 	a := &analysis{
-		metric: m, of: make(map[string][]int), score: make(map[nodeDir]float64),
+		metric: m, links: links, value: values, floor: floor, of: make(map[string][]int), score: make(map[nodeDir]float64),
 		nodeTyp: make(map[nodeDir]float64), nodeThr: make(map[nodeDir]float64),
 		linkTyp: make(map[Link]float64), linkThr: make(map[Link]float64),
+		bad: make(map[string]bool), badDir: make(map[nodeDir]bool),
 	}
-	runs := f.Runs[m.Scenario][m.Unit]
-	for _, l := range f.Links {
-		if r := runs[l]; len(r) > 0 {
-			i := len(a.links)
-			a.links, a.value = append(a.links, l), append(a.value, median(r))
-			a.of[l.Src], a.of[l.Dst] = append(a.of[l.Src], i), append(a.of[l.Dst], i)
-		}
+	for i, l := range links {
+		a.of[l.Src], a.of[l.Dst] = append(a.of[l.Src], i), append(a.of[l.Dst], i)
 	}
 	a.ref = median(a.value)
 	a.g = make([]float64, len(a.value))
@@ -163,9 +204,34 @@ func analyse(f *Fabric, m metric, o Options) *analysis {
 		a.g[i] = a.goodness(v)
 	}
 	a.nodes = slices.Sorted(maps.Keys(a.of))
-	a.judgeNodes(o)
 	return a
 }
+
+// keepReplicated keeps, of the node directions found bad on the
+// medians, those found bad in every run alone as well: a TCG phase or a
+// burst that hits one run of a link is not the node's (each run of a
+// link falls in another round), a fault is there in every run.
+func (a *analysis) keepReplicated() {
+	for k := range a.badDir {
+		for _, ak := range a.perRun {
+			if !ak.badDir[k] {
+				delete(a.badDir, k)
+				break
+			}
+		}
+	}
+	a.bad = make(map[string]bool)
+	for k := range a.badDir {
+		a.bad[k.node] = true
+	}
+}
+
+// runK is how many standard deviations of the run-to-run noise one run
+// of a node or link must fall below the typical run, in every run: one
+// run against the median of the others' (3 with 4 nodes) varies by
+// about σ·√1.5; noise goes 3 deviations down with odds of 1 in 740 a
+// run, and it must in every run, on top of the medians' K.
+const runK = 3.0
 
 // maxRounds bounds the rounds of judgeNodes.
 const maxRounds = 5
@@ -219,7 +285,7 @@ func (a *analysis) judgeNodes(o Options) {
 			for i, n := range a.nodes {
 				scores[i] = a.nodeScore(n, d, -1)
 			}
-			t := leaveOneOut(scores, o.K, o.MinDrop)
+			t := leaveOut(scores, nil, o.K, o.MinDrop, a.floor)
 			for i, n := range a.nodes {
 				k := nodeDir{n, d}
 				a.score[k], a.nodeTyp[k], a.nodeThr[k] = scores[i], t.typical[i], t.threshold[i]
@@ -315,6 +381,7 @@ func (a *analysis) pick(v []float64, idx []int) []float64 {
 type judgement struct {
 	o        Options
 	analyses []*analysis
+	rates    []*errRates
 	nodes    map[string][]Finding
 	links    map[Link][]Finding
 }
@@ -334,7 +401,11 @@ func judge(f *Fabric, o Options) *judgement {
 	j.slowNodes()
 	j.floorNodes(f)
 	j.silentNodes(f)
+	rates := errRatesOf(f)
+	j.errorNodes(rates)
 	j.slowLinks()
+	j.errorLinks(rates)
+	j.rates = rates
 	return j
 }
 
@@ -394,43 +465,63 @@ func silent(f *Fabric) []string {
 // slowLinks names, in each metric, the links between nodes not named
 // whose goodness is an outlier among the other links (the link's
 // reverse left out too: one cable slows both) while both ends are
-// healthy on their other links.
+// healthy on their other links, on the medians and in every run alone.
 func (j *judgement) slowLinks() {
+	cand := func(l Link) bool { return j.nodes[l.Src] == nil && j.nodes[l.Dst] == nil }
 	for _, a := range j.analyses {
-		var cand []int
+		out := a.linkOutliers(j.o, cand)
+		var inRuns []map[Link]linkOutlier
+		for _, ak := range a.perRun {
+			inRuns = append(inRuns, ak.linkOutliers(j.o, cand))
+		}
 		for i, l := range a.links {
-			if j.nodes[l.Src] == nil && j.nodes[l.Dst] == nil {
-				cand = append(cand, i)
-			}
-		}
-		gs := make([]float64, len(cand))
-		at := make(map[Link]int, len(cand))
-		for ci, i := range cand {
-			gs[ci] = a.g[i]
-			at[a.links[i]] = ci
-		}
-		reverse := make([]int, len(cand))
-		for ci, i := range cand {
-			l := a.links[i]
-			reverse[ci] = -1
-			if r, ok := at[Link{l.Dst, l.Src}]; ok {
-				reverse[ci] = r
-			}
-		}
-		t := leaveOut(gs, reverse, j.o.K, j.o.MinDrop)
-		for ci, i := range cand {
-			l := a.links[i]
-			if !(gs[ci] < t.threshold[ci]) || !a.endsHealthy(l, i) {
+			lo, ok := out[l]
+			if !ok || !lo.bad || !a.endsHealthy(l, i) || slices.ContainsFunc(inRuns, func(m map[Link]linkOutlier) bool { return !m[l].bad }) {
 				continue
 			}
-			a.linkTyp[l], a.linkThr[l] = t.typical[ci], t.threshold[ci]
+			a.linkTyp[l], a.linkThr[l] = lo.typ, lo.thr
 			j.links[l] = append(j.links[l], Finding{
 				Code: CodeSlowLink, Scenario: a.Scenario, Unit: a.Unit, Pass: 1,
-				Score: rel(gs[ci], t.typical[ci]), Threshold: rel(t.threshold[ci], t.typical[ci]),
+				Score: rel(lo.g, lo.typ), Threshold: rel(lo.thr, lo.typ),
 				Median: a.value[i], Links: 1,
 			})
 		}
 	}
+}
+
+// linkOutlier is a candidate link's goodness, the typical goodness of
+// the other candidates and the threshold below which it is bad.
+type linkOutlier struct {
+	g, typ, thr float64
+	bad         bool
+}
+
+// linkOutliers tests the links cand accepts against each other.
+func (a *analysis) linkOutliers(o Options, cand func(Link) bool) map[Link]linkOutlier {
+	var idx []int
+	at := make(map[Link]int)
+	for i, l := range a.links {
+		if cand(l) {
+			at[l] = len(idx)
+			idx = append(idx, i)
+		}
+	}
+	gs := make([]float64, len(idx))
+	reverse := make([]int, len(idx))
+	for ci, i := range idx {
+		l := a.links[i]
+		gs[ci] = a.g[i]
+		reverse[ci] = -1
+		if r, ok := at[Link{l.Dst, l.Src}]; ok {
+			reverse[ci] = r
+		}
+	}
+	t := leaveOut(gs, reverse, o.K, o.MinDrop, a.floor)
+	out := make(map[Link]linkOutlier, len(idx))
+	for ci, i := range idx {
+		out[a.links[i]] = linkOutlier{gs[ci], t.typical[ci], t.threshold[ci], gs[ci] < t.threshold[ci]}
+	}
+	return out
 }
 
 // endsHealthy reports whether both ends of link i score normally,

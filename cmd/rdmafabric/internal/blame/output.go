@@ -106,6 +106,10 @@ func (fd Finding) Text() string {
 	if fd.Direction != "" {
 		code += " " + fd.Direction
 	}
+	if fd.Code == CodeErrorRate {
+		return fmt.Sprintf("%s %s: %s %s, %.1f× the typical %s (bad above %.1f×; %s)",
+			code, fd.Scenario, num(fd.Median), fd.Unit, fd.Score, num(fd.FabricMedian), fd.Threshold, plural(fd.Links, "link"))
+	}
 	s := fmt.Sprintf("%s %s %s: score %.2f (bad below %.2f), median %s %s against fabric median %s %s",
 		code, fd.Scenario, fd.Unit, fd.Score, fd.Threshold, num(fd.Median), fd.Unit, num(fd.FabricMedian), fd.Unit)
 	if fd.Code != CodeSlowLink {

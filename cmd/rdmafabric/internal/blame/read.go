@@ -60,6 +60,12 @@ type Fabric struct {
 	Scenarios []string
 	// Runs maps scenario → unit → link → its values, one per run.
 	Runs map[string]map[string]map[Link][]float64
+	// Iters maps scenario → link → its runs' iteration counts.
+	Iters map[string]map[Link][]int
+	// Errors maps scenario → link → its runs' error counts: the sum of
+	// the row's counter units ("<counter>/run", see counterUnit), 0 for
+	// a row with none; in step with Iters.
+	Errors map[string]map[Link][]float64
 	// Better maps a unit to +1 (higher is better) or −1 (lower is
 	// better); a unit with no known direction is absent.
 	Better map[string]int
@@ -97,6 +103,8 @@ func read(r io.Reader, name string) (*Fabric, error) {
 	b := &builder{
 		f: &Fabric{
 			Runs:     make(map[string]map[string]map[Link][]float64),
+			Iters:    make(map[string]map[Link][]int),
+			Errors:   make(map[string]map[Link][]float64),
 			Better:   make(map[string]int),
 			Facts:    make(map[string]map[string]string),
 			Counters: make(map[string]map[string]float64),
@@ -143,6 +151,18 @@ func (b *builder) addRow(rec *results.Result) error {
 		b.f.Runs[scenario] = units
 		b.f.Scenarios = append(b.f.Scenarios, scenario)
 	}
+	if b.f.Iters[scenario] == nil {
+		b.f.Iters[scenario] = make(map[Link][]int)
+		b.f.Errors[scenario] = make(map[Link][]float64)
+	}
+	errs := 0.0
+	for _, v := range rec.Values {
+		if counterUnit(v.Unit) {
+			errs += max(v.Value, 0)
+		}
+	}
+	b.f.Iters[scenario][l] = append(b.f.Iters[scenario][l], rec.Iters)
+	b.f.Errors[scenario][l] = append(b.f.Errors[scenario][l], errs)
 	for _, v := range rec.Values {
 		if units[v.Unit] == nil {
 			units[v.Unit] = make(map[Link][]float64)

@@ -1,8 +1,10 @@
 package blame
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,27 +14,92 @@ import (
 // The real fabric runs in testdata (see testdata/README.md): the CI
 // cluster of 4 qemu guests (ci/fabric/cluster.sh), a healthy pass, then
 // node3 delaying its egress 50 ms and node1↔node2 50 ms. Judged with
-// CI's options (-min-drop 0.7), the healthy passes name nothing and the
-// faults passes name node3 and the link, in one direction or both, and
-// nothing else.
+// the default options, the healthy passes name nothing and the faults
+// passes name node3 and the link, in one direction or both, and nothing
+// else. The two of 443df5a are the fresh clones whose make test failed
+// under the rules before (a healthy node named; the link missed).
 func TestRealRuns(t *testing.T) {
-	ci := Options{MinDrop: 0.7}
-	for _, run := range []string{"ci-6a5ea6e", "ci-a02c6e3", "ci-026e03a"} {
+	o := DefaultOptions()
+	for _, run := range []string{"ci-6a5ea6e", "ci-a02c6e3", "ci-026e03a", "ci-443df5a-fresh10", "ci-443df5a-fresh11"} {
 		t.Run(run, func(t *testing.T) {
 			healthy := readTestdata(t, run+"-healthy.txt")
-			rep := Judge(healthy, ci)
+			rep := Judge(healthy, o)
 			assert.Empty(t, rep.Nodes, "healthy pass: nodes named")
 			assert.Empty(t, rep.Links, "healthy pass: links named")
 
 			faults := readTestdata(t, run+"-faults.txt")
-			assertFaultsNamed(t, Judge(faults, ci))
+			assertFaultsNamed(t, Judge(faults, o))
 		})
 	}
 	// The retests (second passes) of the faults confirm both.
 	for _, run := range []string{"ci-6a5ea6e", "ci-026e03a"} {
 		first, second := readTestdata(t, run+"-faults.txt"), readTestdata(t, run+"-faults-retest.txt")
-		assertFaultsNamed(t, Confirm(first, second, ci))
+		assertFaultsNamed(t, Confirm(first, second, o))
 	}
+}
+
+// TestRealOtherFaults holds the blame to the real runs with faults other
+// than CI's (testdata/*.spec: given ones and drawn ones): every healthy
+// pass names nothing, and no faults pass names a node or a link without
+// a fault. The case (node4 losing 5% of its egress, node2↔node3
+// 40 ms) is named exactly, node4 on its sending side with its error
+// counters. What is missed is logged: rate limits to 34-50% went
+// unnamed on these runs (docs/notes/fabric-2026-12-05-random-faults.md).
+func TestRealOtherFaults(t *testing.T) {
+	specs, err := filepath.Glob(filepath.Join("testdata", "*.spec"))
+	require.NoError(t, err)
+	require.NotEmpty(t, specs)
+	for _, file := range specs {
+		name := strings.TrimSuffix(filepath.Base(file), ".spec")
+		t.Run(name, func(t *testing.T) {
+			text, err := os.ReadFile(file)
+			require.NoError(t, err)
+			node, link := parseSpec(t, string(text))
+			rep := Judge(readTestdata(t, name+"-healthy.txt"), DefaultOptions())
+			assert.Empty(t, rep.Nodes, "healthy pass: nodes named")
+			assert.Empty(t, rep.Links, "healthy pass: links named")
+
+			rep = Judge(readTestdata(t, name+"-faults.txt"), DefaultOptions())
+			nodes, links := names(rep)
+			for _, n := range nodes {
+				assert.Equal(t, node, n, "a node without a fault named")
+			}
+			for _, l := range links {
+				assert.Contains(t, []Link{link, {link.Dst, link.Src}}, l, "a link without a fault named")
+			}
+			t.Logf("faults %s: named nodes %v, links %v", strings.TrimSpace(string(text)), nodes, links)
+			if name == "given-loss5-delay40" {
+				require.Equal(t, []string{"node4"}, nodes)
+				assert.NotEmpty(t, links)
+				var codes []string
+				for _, fd := range rep.Nodes[0].Findings {
+					assert.Equal(t, "sending", fd.Direction)
+					codes = append(codes, fd.Code)
+				}
+				assert.Contains(t, codes, CodeErrorRate, "node4's loss shows in its counters")
+			}
+		})
+	}
+}
+
+// parseSpec reads the node and the link of a fault spec
+// (go doc ./ci/fabric/faults): node=NAME:… link=A-B:….
+func parseSpec(t *testing.T, spec string) (node string, link Link) {
+	t.Helper()
+	for _, f := range strings.Fields(spec) {
+		where, _, _ := strings.Cut(f, ":")
+		switch {
+		case strings.HasPrefix(where, "node="):
+			node = strings.TrimPrefix(where, "node=")
+		case strings.HasPrefix(where, "link="):
+			a, b, ok := strings.Cut(strings.TrimPrefix(where, "link="), "-")
+			require.True(t, ok, spec)
+			link = Link{a, b}
+		default:
+			t.Fatalf("fault spec %q: %q", spec, f)
+		}
+	}
+	return node, link
 }
 
 // assertFaultsNamed checks rep names node3 and the link node1↔node2,

@@ -102,7 +102,7 @@ func (r Report) Exit() int {
 
 // codeRank orders findings: the first gives a verdict its code.
 func codeRank(code string) int {
-	return slices.Index([]string{CodeNoResults, CodeSlowWithAll, CodeBelowFloor, CodeSlowLink}, code)
+	return slices.Index([]string{CodeNoResults, CodeSlowWithAll, CodeBelowFloor, CodeSlowLink, CodeErrorRate}, code)
 }
 
 // sortFindings orders findings by code, then pass, keeping the metric
@@ -193,7 +193,7 @@ func withMedians(fds []Finding, med func(scenario, unit string) float64) []Findi
 	fds = slices.Clone(fds)
 	sortFindings(fds)
 	for i := range fds {
-		if fds[i].Scenario != "" {
+		if fds[i].Scenario != "" && fds[i].Code != CodeErrorRate { // its own: the typical rate
 			fds[i].FabricMedian = med(fds[i].Scenario, fds[i].Unit)
 		}
 	}

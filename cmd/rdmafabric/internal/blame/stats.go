@@ -75,15 +75,16 @@ type outlierTest struct {
 // nothing could be named, not even a link 10× slower. A non-positive
 // m keeps the linear bound.
 func leaveOneOut(v []float64, k, minDrop float64) outlierTest {
-	return leaveOut(v, nil, k, minDrop)
+	return leaveOut(v, nil, k, minDrop, 1)
 }
 
 // leaveOut is leaveOneOut that also leaves out of v[i]'s others the
 // value v[with[i]] when with is given and with[i] ≥ 0: a link's reverse
 // direction, slowed by the same cable, is no evidence of what a typical
-// link does. It takes O(n log n): leaving values out moves the median
+// link does; and whose threshold is at most m·floor (floor ≤ 1: the
+// run-to-run noise, where it is larger than the others' spread). It takes O(n log n): leaving values out moves the median
 // to one of a few places, whose deviations are sorted once each.
-func leaveOut(v []float64, with []int, k, minDrop float64) outlierTest {
+func leaveOut(v []float64, with []int, k, minDrop, floor float64) outlierTest {
 	t := outlierTest{typical: make([]float64, len(v)), threshold: make([]float64, len(v))}
 	s := slices.Clone(v)
 	slices.Sort(s)
@@ -119,8 +120,53 @@ func leaveOut(v []float64, with []int, k, minDrop float64) outlierTest {
 			noise = m - k*madScale*mad
 		}
 		t.threshold[i] = min(noise, m*(1-minDrop))
+		if m > 0 {
+			t.threshold[i] = min(t.threshold[i], m*floor)
+		}
 	}
 	return t
+}
+
+// runSigma is a metric's run-to-run noise: the standard deviation of
+// the logarithm of one run's value about its link's median, from the
+// links whose median is at or above the median link (faults only make
+// links worse, and a fault's own spread, such as a fixed delay's, says
+// nothing of how much a healthy link moves). Robust: 1.4826 times the
+// median absolute deviation, pooled over those links' runs and widened
+// by √(r/(r−1)) for the median's own pull towards its runs (r runs a
+// link). 0 with fewer than 2 runs a link.
+func runSigma(runs map[Link][]float64, better int) float64 {
+	var logs [][]float64
+	var meds []float64
+	for _, r := range runs {
+		var lr []float64
+		for _, x := range r {
+			if x > 0 {
+				lr = append(lr, float64(better)*math.Log(x))
+			}
+		}
+		if len(lr) >= 2 {
+			logs = append(logs, lr)
+			meds = append(meds, median(lr))
+		}
+	}
+	if len(logs) == 0 {
+		return 0
+	}
+	mid := median(meds)
+	var devs []float64
+	links := 0
+	for i, lr := range logs {
+		if meds[i] < mid {
+			continue
+		}
+		links++
+		for _, x := range lr {
+			devs = append(devs, math.Abs(x-meds[i]))
+		}
+	}
+	r := float64(len(devs)) / float64(links)
+	return madScale * median(devs) * math.Sqrt(r/(r-1))
 }
 
 // logDev is |log y − log m| for a positive m: +Inf for y ≤ 0 (nothing
