@@ -14,7 +14,9 @@
 # run/ (the guests' flag files and, on failure, nothing else: the daemons'
 # logs stay in the guests and node.sh prints their tails).
 #
-# Environment: FABRIC_TIMEOUT (default 8m) is the deadline of the whole
+# Environment: FABRIC_FAULTS or FABRIC_FAULT_SEED (N, or random) give
+# other faults than CI's (ci/fabric/faults.sh);
+# FABRIC_TIMEOUT (default 25m) is the deadline of the whole
 # guest run, boots included; RXEVM is the runner (default: built here
 # into .cache/fabric/rxevm); RXEVM_FLAGS are more flags for it (-v: the
 # guests' consoles on stderr).
@@ -38,6 +40,7 @@ fi
 # The fabric pass's programs, and the agents' token (made once, 0400).
 go build -o "$dir/bin/rdmapeer" ./cmd/rdmapeer
 go build -o "$dir/bin/rdmafabric" ./cmd/rdmafabric
+go build -o "$dir/bin/fabricfaults" ./ci/fabric/faults
 token=$dir/token
 if [[ ! -s $token ]]; then
 	(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$token.tmp") && mv "$token.tmp" "$token"
@@ -116,5 +119,5 @@ if [[ $rc -ne 0 ]]; then
 	echo "ci/fabric/cluster.sh: FAIL (status $rc) after ${took}s"
 	exit "$rc"
 fi
-echo "ci/fabric/cluster.sh: PASS: $nodes guests booted, Slurm up, both srun jobs right, the fabric pass named nothing on the healthy cluster and exactly the injected node and link with the faults in, in ${took}s (wall clock)"
+echo "ci/fabric/cluster.sh: PASS: $nodes guests booted, Slurm up, both srun jobs right, the fabric pass named nothing on the healthy cluster and exactly the bad node and link of $(cat "$dir/run/faults.spec" 2>/dev/null) with the faults in, in ${took}s (wall clock)"
 echo "ci/fabric/cluster.sh: results, reports and heatmaps in $run/"
