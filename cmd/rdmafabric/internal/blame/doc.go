@@ -113,6 +113,25 @@
 // in one run of two (its 8-byte round trips 2.2 and 0.8 ms against 0.4-0.5 ms) and
 // was named, and make test failed.
 //
+// Baseline. With Options.Baseline, a healthy run of the same fabric
+// (rdmafabric -baseline, refused when its own judgement names anything:
+// CheckBaseline), every verdict on a metric also needs the value to be
+// worse than the baseline's worst link (its median over runs), and in
+// every run alone worse than the baseline's worst single run: the
+// bound is the goodness of that value against this run's median link,
+// min'd into every node and link threshold (and so into Confirm). The
+// noise the run itself shows can be too little: rxe's TCG guests have
+// slow phases in which a healthy node's 8-byte round trips take 3-4 ms
+// against 0.4 ms, for whole runs; on a fresh clone of f665301 the
+// faults pass of 2 runs caught node2 in that phase in both, its one
+// healthy partner left 7× slower than the other links, and named it
+// (testdata/ci-f665301-fresh12-*). The healthy pass of the same boot
+// had shown the phase (4.0 ms). The bound restrains and never names;
+// it is absolute, so take the baseline on the same fabric, software
+// and settings, and recently (in CI: the same boot). Its cost: a fault
+// no worse than the baseline's worst link is not named (a 50% rate
+// limit, where the healthy links' bandwidth spread 3×, is not).
+//
 // Bad node (slow-with-all): a score of it is an outlier among the
 // nodes' scores in the same direction, in any metric; the finding says
 // which direction. The scores are then computed again without the

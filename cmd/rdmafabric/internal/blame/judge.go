@@ -30,6 +30,12 @@ type Options struct {
 	Floor float64 `json:"floor"`
 	// Confirm makes Judge name suspects to retest, not verdicts.
 	Confirm bool `json:"confirm"`
+	// Baseline is a run of the same fabric known to be healthy (nil:
+	// none). With it, a node or link is named on a metric only when its
+	// value is worse than the baseline's worst link, and in each run
+	// worse than its worst run (see CheckBaseline and the package
+	// documentation).
+	Baseline *Fabric `json:"-"`
 }
 
 // DefaultOptions returns the default options.
@@ -149,6 +155,11 @@ type analysis struct {
 	// perRun are the analyses of each run alone (run k of every link),
 	// with two runs or more: a verdict must hold in each of them too.
 	perRun []*analysis
+	// baseWorst is the baseline's worst link median in this metric, or
+	// for one run its worst run (worstRun; NaN: no baseline, or none
+	// there), env its goodness here: no score or link is bad above env
+	// (+Inf without a baseline).
+	baseWorst, env float64
 }
 
 // analyse computes a metric's goodness and node scores, and judges the
@@ -167,7 +178,7 @@ func analyse(f *Fabric, m metric, o Options) *analysis {
 		}
 	}
 	sigma := runSigma(runs, m.better)
-	a := newAnalysis(m, links, values, math.Exp(-o.K*sigma*math.Sqrt(2/float64(max(r, 1)))))
+	a := newAnalysis(m, links, values, math.Exp(-o.K*sigma*math.Sqrt(2/float64(max(r, 1)))), worstRun(o.Baseline, m, false))
 	a.sigma, a.runs = sigma, r
 	a.judgeNodes(o)
 	if r < 2 {
@@ -178,7 +189,7 @@ func analyse(f *Fabric, m metric, o Options) *analysis {
 		for i, l := range links {
 			one[i] = runs[l][k]
 		}
-		ak := newAnalysis(m, links, one, math.Exp(-runK*sigma*math.Sqrt(1.5)))
+		ak := newAnalysis(m, links, one, math.Exp(-runK*sigma*math.Sqrt(1.5)), worstRun(o.Baseline, m, true))
 		ak.judgeNodes(o)
 		a.perRun = append(a.perRun, ak)
 	}
@@ -187,8 +198,8 @@ func analyse(f *Fabric, m metric, o Options) *analysis {
 }
 
 // newAnalysis is the analysis of the links' values, its nodes not yet
-// judged.
-func newAnalysis(m metric, links []Link, values []float64, floor float64) *analysis {
+// judged; worst is the baseline's worst run (NaN: none).
+func newAnalysis(m metric, links []Link, values []float64, floor, worst float64) *analysis {
 	a := &analysis{
 		metric: m, links: links, value: values, floor: floor, of: make(map[string][]int), score: make(map[nodeDir]float64),
 		nodeTyp: make(map[nodeDir]float64), nodeThr: make(map[nodeDir]float64),
@@ -204,6 +215,10 @@ func newAnalysis(m metric, links []Link, values []float64, floor float64) *analy
 		a.g[i] = a.goodness(v)
 	}
 	a.nodes = slices.Sorted(maps.Keys(a.of))
+	a.baseWorst, a.env = worst, math.Inf(1)
+	if !math.IsNaN(worst) {
+		a.env = a.goodness(worst)
+	}
 	return a
 }
 
@@ -288,8 +303,8 @@ func (a *analysis) judgeNodes(o Options) {
 			t := leaveOut(scores, nil, o.K, o.MinDrop, a.floor)
 			for i, n := range a.nodes {
 				k := nodeDir{n, d}
-				a.score[k], a.nodeTyp[k], a.nodeThr[k] = scores[i], t.typical[i], t.threshold[i]
-				if scores[i] < t.threshold[i] {
+				a.score[k], a.nodeTyp[k], a.nodeThr[k] = scores[i], t.typical[i], min(t.threshold[i], a.env)
+				if scores[i] < a.nodeThr[k] {
 					bad[n], a.badDir[k] = true, true
 				}
 			}
@@ -519,7 +534,8 @@ func (a *analysis) linkOutliers(o Options, cand func(Link) bool) map[Link]linkOu
 	t := leaveOut(gs, reverse, o.K, o.MinDrop, a.floor)
 	out := make(map[Link]linkOutlier, len(idx))
 	for ci, i := range idx {
-		out[a.links[i]] = linkOutlier{gs[ci], t.typical[ci], t.threshold[ci], gs[ci] < t.threshold[ci]}
+		thr := min(t.threshold[ci], a.env)
+		out[a.links[i]] = linkOutlier{gs[ci], t.typical[ci], thr, gs[ci] < thr}
 	}
 	return out
 }

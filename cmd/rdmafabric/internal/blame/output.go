@@ -47,6 +47,15 @@ func (r Report) WriteText(w io.Writer) error {
 	t.printf("healthy: %d nodes, %d links\n", r.Healthy.Nodes, r.Healthy.Links)
 	t.printf("judged %d nodes, %d links on %s: K=%g MADs, min drop %g%%, floor %s\n",
 		r.Total.Nodes, r.Total.Links, plural(len(r.Metrics), "metric"), r.Options.K, 100*r.Options.MinDrop, floorText(r.Options.Floor))
+	var bounds []string
+	for _, m := range r.Metrics {
+		if m.Baseline != 0 {
+			bounds = append(bounds, fmt.Sprintf("%s %s %.4g", m.Scenario, m.Unit, m.Baseline))
+		}
+	}
+	if len(bounds) > 0 {
+		t.printf("baseline: named only worse than its worst link: %s\n", strings.Join(bounds, ", "))
+	}
 	if t.err != nil {
 		return fmt.Errorf("write blame report: %w", t.err)
 	}

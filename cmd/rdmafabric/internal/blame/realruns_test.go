@@ -52,9 +52,8 @@ func TestRealOtherFaults(t *testing.T) {
 	for _, file := range specs {
 		name := strings.TrimSuffix(filepath.Base(file), ".spec")
 		t.Run(name, func(t *testing.T) {
-			text, err := os.ReadFile(file)
-			require.NoError(t, err)
-			node, link := parseSpec(t, string(text))
+			text := readSpec(t, name)
+			node, link := parseSpec(t, text)
 			rep := Judge(readTestdata(t, name+"-healthy.txt"), DefaultOptions())
 			assert.Empty(t, rep.Nodes, "healthy pass: nodes named")
 			assert.Empty(t, rep.Links, "healthy pass: links named")
@@ -67,7 +66,7 @@ func TestRealOtherFaults(t *testing.T) {
 			for _, l := range links {
 				assert.Contains(t, []Link{link, {link.Dst, link.Src}}, l, "a link without a fault named")
 			}
-			t.Logf("faults %s: named nodes %v, links %v", strings.TrimSpace(string(text)), nodes, links)
+			t.Logf("faults %s: named nodes %v, links %v", strings.TrimSpace(text), nodes, links)
 			if name == "given-loss5-delay40" {
 				require.Equal(t, []string{"node4"}, nodes)
 				assert.NotEmpty(t, links)
@@ -80,6 +79,14 @@ func TestRealOtherFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// readSpec reads testdata/<name>.spec.
+func readSpec(t *testing.T, name string) string {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join("testdata", name+".spec"))
+	require.NoError(t, err)
+	return string(text)
 }
 
 // parseSpec reads the node and the link of a fault spec

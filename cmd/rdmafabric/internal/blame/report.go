@@ -3,6 +3,7 @@ package blame
 import (
 	"cmp"
 	"maps"
+	"math"
 	"slices"
 )
 
@@ -71,6 +72,10 @@ type Metric struct {
 	// FabricMedian is the median of the healthy links.
 	FabricMedian float64 `json:"fabric_median"`
 	Links        int     `json:"links"`
+	// Baseline is the worst link of Options.Baseline (its median over
+	// its runs), the bound a verdict on this metric must pass (each run
+	// of it, the baseline's worst single run); 0 with no baseline.
+	Baseline float64 `json:"baseline,omitempty"`
 }
 
 // Report is what Judge or Confirm found.
@@ -139,7 +144,11 @@ func (j *judgement) report(f *Fabric) Report {
 		if a.better < 0 {
 			better = "lower"
 		}
-		rep.Metrics = append(rep.Metrics, Metric{a.Scenario, a.Unit, better, med(a.Scenario, a.Unit), len(a.links)})
+		base := a.baseWorst
+		if math.IsNaN(base) {
+			base = 0
+		}
+		rep.Metrics = append(rep.Metrics, Metric{a.Scenario, a.Unit, better, med(a.Scenario, a.Unit), len(a.links), base})
 	}
 	rep.Total = Counts{len(f.Nodes), len(f.Links)}
 	rep.Healthy.Nodes = len(f.Nodes) - len(j.nodes)

@@ -1,0 +1,169 @@
+package blame
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCheckBaseline(t *testing.T) {
+	require.NoError(t, CheckBaseline(synth{nodes: 4, scens: []scen{bw(), lat()}}.fabric(t), DefaultOptions()))
+	err := CheckBaseline(badNodeAndLink().fabric(t), DefaultOptions())
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrBaselineNotHealthy))
+	assert.Contains(t, err.Error(), "node node3 (slow-with-all)")
+	assert.Contains(t, err.Error(), "link node0 -> node1 (slow-link)")
+}
+
+// TestRealRunsBaseline judges every stored faults pass with its own
+// healthy pass as the baseline (what ci/fabric/pass.sh does): each
+// healthy pass is a valid baseline, no faults pass names a node or a
+// link without a fault, CI's faults are named exactly in every CI run,
+// and so is issue #44's case. ci-f665301-fresh12 is the fresh clone
+// that failed without a baseline: node2's one healthy partner left
+// (node4) answered 8-byte writes in 2.9 and 3.6 ms against 0.4 ms
+// elsewhere, a TCG phase its healthy pass had shown too (up to 4.0 ms).
+func TestRealRunsBaseline(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*-faults.txt"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), "-faults.txt")
+		t.Run(name, func(t *testing.T) {
+			o := DefaultOptions()
+			o.Baseline = readTestdata(t, name+"-healthy.txt")
+			require.NoError(t, CheckBaseline(o.Baseline, o))
+			rep := Judge(readTestdata(t, name+"-faults.txt"), o)
+			nodes, links := names(rep)
+			t.Logf("named nodes %v, links %v", nodes, links)
+			if strings.HasPrefix(name, "ci-") {
+				assertFaultsNamed(t, rep)
+				return
+			}
+			text := readSpec(t, name)
+			node, link := parseSpec(t, text)
+			for _, n := range nodes {
+				assert.Equal(t, node, n, "a node without a fault named")
+			}
+			for _, l := range links {
+				assert.Contains(t, []Link{link, {link.Dst, link.Src}}, l, "a link without a fault named")
+			}
+			if name == "given-loss5-delay40" {
+				assert.Equal(t, []string{"node4"}, nodes)
+				assert.NotEmpty(t, links)
+			}
+		})
+	}
+}
+
+// TestBaselineRandomModes draws fabrics like CI's TCG guests: a node
+// in a run falls, with probability p, into a slow phase that makes the
+// 8-byte round trips it starts M times slower (M 6–10, the same in a
+// fabric; on fresh clones 0.35 ms against 3–4 ms), bandwidth unmoved,
+// every value ±10%. The baseline is a healthy pass of 3 runs, the
+// judged one 2 runs with a node whose egress is slowed F× (F 15–60) and
+// half the time a link (one way or both) slowed the same way. Without
+// a baseline a healthy node in its slow phase in both runs is named;
+// with the healthy pass as baseline it must be named at most in 3% of
+// the fabrics (when the baseline never saw the phase), while the faults
+// are still named in 97% of them. The seed is printed; put it in place
+// of the clock's to replay.
+func TestBaselineRandomModes(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 45))
+	const trials = 300
+	var falseWith, falseWithout, missedWith int
+	for trial := range trials {
+		p := 0.1 + 0.3*rng.Float64()
+		m := 6 + 4*rng.Float64()
+		bad := nodeName(rng.IntN(4))
+		f := 15 + 45*rng.Float64()
+		slow := map[Link]bool{}
+		for _, l := range allPairs(4) {
+			if l.Src == bad {
+				slow[l] = true
+			}
+		}
+		var link []Link
+		if rng.IntN(2) == 0 {
+			var others []string
+			for i := range 4 {
+				if nodeName(i) != bad {
+					others = append(others, nodeName(i))
+				}
+			}
+			pr := rng.Perm(3)
+			a, b := others[pr[0]], others[pr[1]]
+			link = []Link{{a, b}}
+			if rng.IntN(2) == 0 {
+				link = append(link, Link{b, a})
+			}
+			for _, l := range link {
+				slow[l] = true
+			}
+		}
+		healthy := phased(t, rng, 3, p, m, 0, nil)
+		faults := phased(t, rng, 2, p, m, f, slow)
+		what := fmt.Sprintf("trial %d: p %.2f, M %.1f, %s ×%.0f, link %v", trial, p, m, bad, f, link)
+
+		nodes, _ := names(Judge(faults, DefaultOptions()))
+		if slices.ContainsFunc(nodes, func(n string) bool { return n != bad }) {
+			falseWithout++
+		}
+		o := DefaultOptions()
+		o.Baseline = healthy
+		nodes, links := names(Judge(faults, o))
+		if slices.ContainsFunc(nodes, func(n string) bool { return n != bad }) ||
+			slices.ContainsFunc(links, func(l Link) bool { return !slow[l] || l.Src == bad || l.Dst == bad }) {
+			falseWith++
+			t.Logf("%s: named nodes %v, links %v", what, nodes, links)
+		}
+		if !slices.Contains(nodes, bad) || (link != nil && !slices.ContainsFunc(links, func(l Link) bool { return slices.Contains(link, l) })) {
+			missedWith++
+			t.Logf("%s: missed; named nodes %v, links %v", what, nodes, links)
+		}
+	}
+	t.Logf("%d fabrics: a healthy node or link named in %d without a baseline, %d with; a fault missed with one in %d",
+		trials, falseWithout, falseWith, missedWith)
+	assert.LessOrEqual(t, falseWith, trials*3/100, "false names with a baseline")
+	assert.LessOrEqual(t, missedWith, trials*3/100, "faults missed with a baseline")
+}
+
+// phased renders a 4-node fabric of runs passes (WriteBW and WriteLat,
+// see TestBaselineRandomModes): the links in slow are slowed by f on
+// both scenarios.
+func phased(t *testing.T, rng *rand.Rand, runs int, p, m, f float64, slow map[Link]bool) *Fabric {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("Unit MB/s better=higher\nUnit msgs/s better=higher\nUnit p50-ns better=lower\n")
+	for range runs {
+		phase := map[string]bool{}
+		for i := range 4 {
+			phase[nodeName(i)] = rng.Float64() < p
+		}
+		for _, sc := range []scen{bw(), lat()} {
+			for _, l := range allPairs(4) {
+				q := 1 + 0.1*(2*rng.Float64()-1)
+				if slow[l] {
+					q /= f
+				}
+				if sc.lat && phase[l.Src] {
+					q /= m
+				}
+				b.WriteString(row(l, sc, q) + "\n")
+			}
+		}
+	}
+	fab, err := Read(strings.NewReader(b.String()))
+	require.NoError(t, err)
+	return fab
+}
