@@ -44,6 +44,8 @@ type runOptions struct {
 	confirm          bool
 	perSuspect       int
 	minDrop          float64
+	baseline         string
+	base             *blame.Fabric // -baseline, read and checked
 }
 
 // multiFlag is a flag given any number of times.
@@ -80,12 +82,30 @@ func reportFlags(fs *flag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.heatmap, "heatmap", "", "also draw each scenario's matrix to PREFIX-<scenario>.png and .svg")
 	fs.StringVar(&o.drain, "drain", "", "drain lines for slurm or kubernetes (default: slurm in a Slurm job, else kubernetes)")
 	fs.Float64Var(&o.minDrop, "min-drop", blame.DefaultMinDrop, "the least drop below the typical value that can name a node or link (0.1: 10%); raise it where the noise between runs is larger (software devices, shared hosts)")
+	fs.StringVar(&o.baseline, "baseline", "", "a result stream of this fabric when healthy (a former run's -o): name a node or link only where it is worse than that run's worst link")
+}
+
+// loadBaseline reads and checks -baseline, if given, into o.base.
+func (o *runOptions) loadBaseline() error {
+	if o.baseline == "" || o.base != nil {
+		return nil
+	}
+	base, err := blame.ReadFile(o.baseline)
+	if err == nil {
+		bo, _ := o.blameOptions()
+		err = blame.CheckBaseline(base, bo)
+	}
+	if err != nil {
+		return fmt.Errorf("-baseline %s: %w", o.baseline, err)
+	}
+	o.base = base
+	return nil
 }
 
 // blameOptions are blame's defaults with o's -min-drop.
 func (o runOptions) blameOptions() (blame.Options, error) {
 	bo := blame.DefaultOptions()
-	bo.MinDrop = o.minDrop
+	bo.MinDrop, bo.Baseline = o.minDrop, o.base
 	if err := bo.Check(); err != nil {
 		return bo, fmt.Errorf("-min-drop %g: %w", o.minDrop, err)
 	}
@@ -119,6 +139,9 @@ func checkRunOptions(o *runOptions) error {
 	}
 	if err == nil {
 		_, err = o.blameOptions()
+	}
+	if err == nil {
+		err = o.loadBaseline()
 	}
 	if err == nil && len(o.scenarios) == 0 {
 		o.scenarios = defaultScenarios
@@ -358,7 +381,7 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	var retest string
 	reportFlags(fs, &o)
 	fs.StringVar(&retest, "retest", "", "the second pass's stream: name only the suspects it shows again")
-	err := parseSub(fs, args, "usage: rdmafabric report [-retest FILE] [-json FILE] [-heatmap PREFIX] [-drain slurm|kubernetes] [-min-drop D] FILE", stdout)
+	err := parseSub(fs, args, "usage: rdmafabric report [-retest FILE] [-json FILE] [-heatmap PREFIX] [-drain slurm|kubernetes] [-min-drop D] [-baseline FILE] FILE", stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -371,6 +394,10 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 	var bo blame.Options
 	if err == nil {
 		bo, err = o.blameOptions()
+	}
+	if err == nil {
+		err = o.loadBaseline()
+		bo.Baseline = o.base
 	}
 	var j judged
 	if err == nil {
