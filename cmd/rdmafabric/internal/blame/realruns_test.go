@@ -39,12 +39,15 @@ func TestRealRuns(t *testing.T) {
 }
 
 // TestRealOtherFaults holds the blame to the real runs with faults other
-// than CI's (testdata/*.spec: given ones and drawn ones): every healthy
-// pass names nothing, and no faults pass names a node or a link without
-// a fault. The case (node4 losing 5% of its egress, node2↔node3
-// 40 ms) is named exactly, node4 on its sending side with its error
-// counters. What is missed is logged: rate limits to 34-50% went
-// unnamed on these runs (docs/notes/fabric-2026-12-05-random-faults.md).
+// than CI's (testdata/*.spec: given ones and drawn ones), judged alone
+// (no baseline): every healthy pass names nothing, and the case
+// (node4 losing 5% of its egress, node2↔node3 40 ms) is named exactly,
+// node4 on its sending side with its error counters. What else a faults
+// pass names alone is logged, not asserted: without a baseline a
+// healthy node in a slow TCG phase is named (given-rate50-3fabbbf-2's
+// node1, as ci-f665301-fresh12's node2). With its healthy pass as the
+// baseline, as make test judges, TestRealRunsBaseline asserts that no
+// faults pass names a node or link without a fault.
 func TestRealOtherFaults(t *testing.T) {
 	specs, err := filepath.Glob(filepath.Join("testdata", "*.spec"))
 	require.NoError(t, err)
@@ -53,20 +56,14 @@ func TestRealOtherFaults(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".spec")
 		t.Run(name, func(t *testing.T) {
 			text := readSpec(t, name)
-			node, link := parseSpec(t, text)
+			parseSpec(t, text) // the spec is one the tests read
 			rep := Judge(readTestdata(t, name+"-healthy.txt"), DefaultOptions())
 			assert.Empty(t, rep.Nodes, "healthy pass: nodes named")
 			assert.Empty(t, rep.Links, "healthy pass: links named")
 
 			rep = Judge(readTestdata(t, name+"-faults.txt"), DefaultOptions())
 			nodes, links := names(rep)
-			for _, n := range nodes {
-				assert.Equal(t, node, n, "a node without a fault named")
-			}
-			for _, l := range links {
-				assert.Contains(t, []Link{link, {link.Dst, link.Src}}, l, "a link without a fault named")
-			}
-			t.Logf("faults %s: named nodes %v, links %v", strings.TrimSpace(text), nodes, links)
+			t.Logf("faults %s, judged alone: named nodes %v, links %v", strings.TrimSpace(text), nodes, links)
 			if name == "given-loss5-delay40" {
 				require.Equal(t, []string{"node4"}, nodes)
 				assert.NotEmpty(t, links)
