@@ -11,7 +11,8 @@
 # make test keeps CI's faults until the blame names every kind a draw
 # can hold: rate limits to 30-50% sit at the run noise of the faults
 # pass, 11 of 13 named on real runs, and one of five random seeds in a
-# row failed on one (issue #44, docs/fabric.md).
+# row failed on one; and a 20 ms egress delay with a 20 ms one-way link
+# went unnamed (issue #44, docs/fabric.md).
 CI_FAULTS='node=node3:delay=50ms link=node1-node2:delay=50ms'
 #
 # node1 writes the spec to $FABRIC_RUN/faults.spec and the healthy
