@@ -96,18 +96,7 @@ func TestBaselineRandomModes(t *testing.T) {
 		}
 		var link []Link
 		if rng.IntN(2) == 0 {
-			var others []string
-			for i := range 4 {
-				if nodeName(i) != bad {
-					others = append(others, nodeName(i))
-				}
-			}
-			pr := rng.Perm(3)
-			a, b := others[pr[0]], others[pr[1]]
-			link = []Link{{a, b}}
-			if rng.IntN(2) == 0 {
-				link = append(link, Link{b, a})
-			}
+			link = otherLink(rng, bad)
 			for _, l := range link {
 				slow[l] = true
 			}
@@ -144,6 +133,39 @@ func TestBaselineRandomModes(t *testing.T) {
 // both scenarios.
 func phased(t *testing.T, rng *rand.Rand, runs int, p, m, f float64, slow map[Link]bool) *Fabric {
 	t.Helper()
+	return renderPass(t, rng, runs, p, m, func(l Link, _ int, _ scen) float64 {
+		q := 1 + 0.1*(2*rng.Float64()-1)
+		if slow[l] {
+			q /= f
+		}
+		return q
+	})
+}
+
+// otherLink draws a link between two of the 4 nodes other than bad,
+// one way or (half the time) both.
+func otherLink(rng *rand.Rand, bad string) []Link {
+	var others []string
+	for i := range 4 {
+		if nodeName(i) != bad {
+			others = append(others, nodeName(i))
+		}
+	}
+	pr := rng.Perm(3)
+	a, b := others[pr[0]], others[pr[1]]
+	link := []Link{{a, b}}
+	if rng.IntN(2) == 0 {
+		link = append(link, Link{b, a})
+	}
+	return link
+}
+
+// renderPass renders runs passes of a 4-node fabric, WriteBW and
+// WriteLat on every link: each row's factor is q(link, scenario index,
+// scenario), and in each run a node is in a slow latency phase with
+// probability p, which divides its sending latency rows by m.
+func renderPass(t *testing.T, rng *rand.Rand, runs int, p, m float64, q func(Link, int, scen) float64) *Fabric {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString("Unit MB/s better=higher\nUnit msgs/s better=higher\nUnit p50-ns better=lower\n")
 	for range runs {
@@ -151,16 +173,13 @@ func phased(t *testing.T, rng *rand.Rand, runs int, p, m, f float64, slow map[Li
 		for i := range 4 {
 			phase[nodeName(i)] = rng.Float64() < p
 		}
-		for _, sc := range []scen{bw(), lat()} {
+		for si, sc := range []scen{bw(), lat()} {
 			for _, l := range allPairs(4) {
-				q := 1 + 0.1*(2*rng.Float64()-1)
-				if slow[l] {
-					q /= f
-				}
+				x := q(l, si, sc)
 				if sc.lat && phase[l.Src] {
-					q /= m
+					x /= m
 				}
-				b.WriteString(row(l, sc, q) + "\n")
+				b.WriteString(row(l, sc, x) + "\n")
 			}
 		}
 	}
@@ -196,22 +215,12 @@ func TestBaselineRandomRates(t *testing.T) {
 		bad := nodeName(rng.IntN(4))
 		cut := map[Link]float64{}
 		r := 0.3 + 0.2*rng.Float64()
-		var others []string
 		for _, l := range allPairs(4) {
 			if l.Src == bad {
 				cut[l] = r
 			}
 		}
-		for i := range 4 {
-			if nodeName(i) != bad {
-				others = append(others, nodeName(i))
-			}
-		}
-		pr := rng.Perm(3)
-		link := []Link{{others[pr[0]], others[pr[1]]}}
-		if rng.IntN(2) == 0 {
-			link = append(link, Link{others[pr[1]], others[pr[0]]})
-		}
+		link := otherLink(rng, bad)
 		r2 := 0.3 + 0.2*rng.Float64()
 		for _, l := range link {
 			cut[l] = r2
@@ -246,31 +255,15 @@ func TestBaselineRandomRates(t *testing.T) {
 // multiplied by their factor (a rate limit leaves 8-byte latency be).
 func ratePass(t *testing.T, rng *rand.Rand, runs int, sl, sr, p, m float64, cut map[Link]float64) *Fabric {
 	t.Helper()
-	var b strings.Builder
-	b.WriteString("Unit MB/s better=higher\nUnit msgs/s better=higher\nUnit p50-ns better=lower\n")
 	lasting := map[Link][2]float64{}
 	for _, l := range allPairs(4) {
 		lasting[l] = [2]float64{math.Exp(sl * rng.NormFloat64()), math.Exp(sl * rng.NormFloat64())}
 	}
-	for range runs {
-		phase := map[string]bool{}
-		for i := range 4 {
-			phase[nodeName(i)] = rng.Float64() < p
+	return renderPass(t, rng, runs, p, m, func(l Link, si int, sc scen) float64 {
+		q := lasting[l][si] * math.Exp(sr*rng.NormFloat64())
+		if c, ok := cut[l]; ok && !sc.lat {
+			q *= c
 		}
-		for si, sc := range []scen{bw(), lat()} {
-			for _, l := range allPairs(4) {
-				q := lasting[l][si] * math.Exp(sr*rng.NormFloat64())
-				if c, ok := cut[l]; ok && !sc.lat {
-					q *= c
-				}
-				if sc.lat && phase[l.Src] {
-					q /= m
-				}
-				b.WriteString(row(l, sc, q) + "\n")
-			}
-		}
-	}
-	fab, err := Read(strings.NewReader(b.String()))
-	require.NoError(t, err)
-	return fab
+		return q
+	})
 }
