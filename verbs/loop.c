@@ -22,10 +22,117 @@
 // (verbs.CmpSwapStep).
 #define RB_CSWAP_STEP UINT64_C(0x9E3779B97F4A7C15)
 
-int64_t rb_clock_ns(void) {
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+// The loops' clock (clock.go): CLOCK_MONOTONIC, or the CPU's counter
+// (rdtsc on x86-64, cntvct_el0 on arm64) turned into ns by a frequency
+// calibrated against CLOCK_MONOTONIC_RAW: ns = base_ns + (ticks −
+// base_ticks)·mult / 2^32.
+enum {
+	RB_CLOCK_MONOTONIC = 0,
+	RB_CLOCK_COUNTER = 1,
+};
+typedef struct {
+	int32_t kind, pad;
+	uint64_t mult;       // ns per tick, 32.32 fixed point
+	uint64_t base_ticks; // the counter at base_ns
+	int64_t base_ns;     // CLOCK_MONOTONIC at base_ticks
+} rb_clock;
+
+static rb_clock rb_clk; // RB_CLOCK_MONOTONIC until rb_clock_use_counter
+
+static int64_t rb_clock_gettime(clockid_t id) {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// rb_clock_has_counter tells whether this build can read the CPU's
+// counter (x86-64, arm64).
+int rb_clock_has_counter(void) {
+#if defined(__x86_64__) || defined(__aarch64__)
+	return 1;
+#else
+	return 0;
+#endif
+}
+
+// rb_clock_ticks reads the CPU's counter, unserialized as perftest's
+// get_cycles: rdtsc, or cntvct_el0 (0 where there is none).
+uint64_t rb_clock_ticks(void) {
+#if defined(__x86_64__)
+	return __rdtsc();
+#elif defined(__aarch64__)
+	uint64_t v;
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+#else
+	return 0;
+#endif
+}
+
+// rb_clock_ns is the loops' one clock read: the counter and a multiply,
+// or clock_gettime.
+int64_t rb_clock_ns(void) {
+	if (rb_clk.kind == RB_CLOCK_COUNTER) {
+		int64_t d = (int64_t)(rb_clock_ticks() - rb_clk.base_ticks);
+		return rb_clk.base_ns + (int64_t)(((__int128)d * (__int128)rb_clk.mult) >> 32);
+	}
+	return rb_clock_gettime(CLOCK_MONOTONIC);
+}
+
+void rb_clock_read_pair(rb_clock_pair *p) {
+	p->width_ns = INT64_MAX;
+	for (int i = 0; i < 7; i++) {
+		int64_t r0 = rb_clock_gettime(CLOCK_MONOTONIC_RAW);
+		uint64_t t = rb_clock_ticks();
+		int64_t r1 = rb_clock_gettime(CLOCK_MONOTONIC_RAW);
+		if (r1 - r0 < p->width_ns) {
+			p->ticks = t;
+			p->raw_ns = r0 + (r1 - r0) / 2;
+			p->width_ns = r1 - r0;
+		}
+	}
+}
+
+// rb_clock_spin_until_raw busy-waits (a calibration's span: sleeping
+// could let the CPU change its state) until CLOCK_MONOTONIC_RAW passes
+// raw_ns.
+void rb_clock_spin_until_raw(int64_t raw_ns) {
+	while (rb_clock_gettime(CLOCK_MONOTONIC_RAW) < raw_ns)
+		;
+}
+
+// rb_clock_use_monotonic makes the loops read CLOCK_MONOTONIC (and
+// returns 0: cgo's prologue of a void(void) function trips -Wextra).
+int rb_clock_use_monotonic(void) {
+	rb_clk.kind = RB_CLOCK_MONOTONIC;
+	return 0;
+}
+
+// rb_clock_use_counter calibrates the counter against
+// CLOCK_MONOTONIC_RAW over a busy wait of span_ns and makes the loops
+// read it; it returns the ticks per second, or 0 (the clock unchanged)
+// where there is no counter or its rate is not a clock's (below 1 MHz,
+// above 100 GHz).
+double rb_clock_use_counter(int64_t span_ns) {
+	if (!rb_clock_has_counter())
+		return 0;
+	rb_clock_pair a, b;
+	rb_clock_read_pair(&a);
+	rb_clock_spin_until_raw(a.raw_ns + span_ns);
+	rb_clock_read_pair(&b);
+	double ns = (double)(b.raw_ns - a.raw_ns);
+	double hz = ns > 0 ? (double)(b.ticks - a.ticks) / ns * 1e9 : 0;
+	if (hz < 1e6 || hz > 1e11)
+		return 0;
+	rb_clk.mult = (uint64_t)(1e9 / hz * 4294967296.0 + 0.5);
+	rb_clk.base_ticks = rb_clock_ticks();
+	rb_clk.base_ns = rb_clock_gettime(CLOCK_MONOTONIC);
+	rb_clk.kind = RB_CLOCK_COUNTER;
+	return hz;
 }
 
 // rb_hist_add records v with hdrhistogram-go's bucket arithmetic

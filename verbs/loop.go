@@ -33,10 +33,9 @@ import (
 // interpreter adds a dispatch per step; docs/performance.md compares an
 // interpreted WriteLat with the hand-written one.
 //
-// Clock: CLOCK_MONOTONIC through the vDSO (clock_gettime), in
-// nanoseconds — the clock Go's time.Now uses for its monotonic reading.
-// perftest reads the TSC (rdtsc) and converts with a calibrated MHz; the
-// two agree to well within the 0.1% of the histogram.
+// Clock: one read per sample point, of the CPU's counter where it is
+// trusted, else of CLOCK_MONOTONIC; either in ns on CLOCK_MONOTONIC's
+// scale (see "The loops' clock" in clock.go, and SetClock).
 
 // HistGeometry is the geometry of an HDR histogram (hdrhistogram-go's New
 // arguments) and the bucket arithmetic derived from it.
@@ -180,8 +179,9 @@ type LoopResult struct {
 	// Ops is the operations completed: round trips (ping), messages posted
 	// (stream), answers sent (serve echo modes).
 	Ops int64
-	// First and Last are the CLOCK_MONOTONIC times (ns) of the first
-	// measured post and of the last completion (stream) or answer (ping).
+	// First and Last are the loops' clock's times (ns, on
+	// CLOCK_MONOTONIC's scale) of the first measured post and of the
+	// last completion (stream) or answer (ping).
 	First, Last int64
 	// Recvs counts receive completions (passive side; bidir streams);
 	// RecvLast is when the last poll with receives returned (sink; 0:
@@ -197,6 +197,10 @@ type LoopResult struct {
 	// CycleSamples and CycleOverflow count the ping's cycle samples
 	// (Loop.CycleCounts): one fewer than Samples a run.
 	CycleSamples, CycleOverflow int64
+	// ClockMHz is the CPU counter's frequency measured over this run
+	// itself (see "The loops' clock" in clock.go): 0 with the
+	// monotonic clock or for a run shorter than 10 ms.
+	ClockMHz float64
 }
 
 // Elapsed is Last − First: the loop's own measured time.

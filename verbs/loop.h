@@ -271,6 +271,24 @@ int rb_run_rpc(rb_rpc *r);
 void rb_rq_init(rb_rq *r, struct ibv_qp *qp, struct ibv_srq *srq, uint64_t addr, uint32_t length, uint32_t lkey, uint64_t id);
 int rb_rq_fill(rb_ctl *c, rb_rq *r, int n);
 void rb_hist_add(rb_hist *h, int64_t v);
+// The loops' clock (clock.go, loop.c's rb_clock): CLOCK_MONOTONIC, or
+// the CPU's counter calibrated against CLOCK_MONOTONIC_RAW; changed only
+// while no loop runs.
+//
+// rb_clock_pair is the counter and CLOCK_MONOTONIC_RAW read together:
+// ticks taken between two RAW reads raw_ns − width_ns/2 and raw_ns +
+// width_ns/2 (the tightest of a few tries).
+typedef struct {
+	uint64_t ticks;
+	int64_t raw_ns, width_ns;
+} rb_clock_pair;
+
 int64_t rb_clock_ns(void);
+uint64_t rb_clock_ticks(void);
+int rb_clock_has_counter(void);
+void rb_clock_read_pair(rb_clock_pair *p);
+void rb_clock_spin_until_raw(int64_t raw_ns);
+int rb_clock_use_monotonic(void);
+double rb_clock_use_counter(int64_t span_ns);
 
 #endif

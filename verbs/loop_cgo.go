@@ -353,6 +353,7 @@ func (l *Loop) Run() (LoopResult, error) {
 		return LoopResult{}, err
 	}
 	defer l.leave(true)
+	rc := startRunClock()
 	switch {
 	case l.ping != nil:
 		C.rb_run_ping(l.ping)
@@ -366,7 +367,16 @@ func (l *Loop) Run() (LoopResult, error) {
 	default:
 		C.rb_run_stream(l.stream)
 	}
-	return l.slowResult(l.result()), l.err()
+	mhz, clockErr := rc.check()
+	r := l.slowResult(l.result())
+	r.ClockMHz = mhz / 1e6
+	if err := l.err(); err != nil {
+		return r, err
+	}
+	if clockErr != nil {
+		return r, fmt.Errorf("verbs: %s loop: %w", l.kind, clockErr)
+	}
+	return r, nil
 }
 
 // enter marks the loop running for one C call (Run, Warm, Drain), if it
@@ -384,6 +394,9 @@ func (l *Loop) enter(may func() error) error {
 	if err := may(); err != nil {
 		return err
 	}
+	if err := clockEnter(); err != nil {
+		return fmt.Errorf("verbs: %s loop: %w", l.kind, err)
+	}
 	l.running, l.done = true, make(chan struct{})
 	return nil
 }
@@ -393,6 +406,7 @@ func (l *Loop) leave(ran bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.running = false
+	clockLeave()
 	l.ran = l.ran || ran
 	close(l.done)
 }

@@ -2,6 +2,8 @@
 
 package verbs
 
+import "time"
+
 // Loop is a timed loop; without cgo no loop can be built.
 type Loop struct{}
 
@@ -57,3 +59,12 @@ func NewProgram(cfg ProgramConfig) (*Loop, error) {
 
 // Consumed is 0 without cgo.
 func (*Loop) Consumed() int64 { return 0 }
+
+// SetClock returns ErrNotSupported without cgo.
+func SetClock(ClockKind) (Clock, error) { return Clock{}, ErrNotSupported }
+
+// LoopClock returns ErrNotSupported without cgo.
+func LoopClock() (Clock, error) { return Clock{}, ErrNotSupported }
+
+// ClockCost returns ErrNotSupported without cgo.
+func ClockCost(int) (time.Duration, error) { return 0, ErrNotSupported }

@@ -34,7 +34,7 @@ var peerFlags = []string{
 	"agent", "agent-port",
 	"hello-timeout", "idle", "listen", "max-clients", "max-conns", "max-conns-per-host", "max-cqe", "max-hosts", "max-mem", "max-qps", "max-wrs",
 	"node", "nodes", "nodes-file",
-	"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.port", "rdma.timeout", "run-timeout",
+	"rdma.clock", "rdma.cpus", "rdma.dev", "rdma.gid", "rdma.port", "rdma.timeout", "run-timeout",
 	"token-file", "total-cqe", "total-mem", "total-qps", "total-wrs", "trusted-network",
 }
 

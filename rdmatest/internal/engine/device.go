@@ -72,6 +72,9 @@ func OpenDevWith(o flags.Options) (*Dev, error) {
 	if err := o.CheckDevice(); err != nil {
 		return nil, err
 	}
+	if _, err := verbs.SetClock(o.Clock); err != nil {
+		return nil, fmt.Errorf("rdmatest: -rdma.clock %v: %w", o.Clock, err)
+	}
 	var err error
 	name := o.Device
 	if name == "" {

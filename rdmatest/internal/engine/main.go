@@ -15,6 +15,7 @@ import (
 	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/turn"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/units"
+	"github.com/rdmabench/rdmabench/verbs"
 )
 
 // Main is a TestMain for packages of device benchmarks: it registers the
@@ -23,7 +24,8 @@ import (
 // configuration lines that label the results (rdma-device,
 // rdma-provider, rdma-fw, rdma-node-guid, rdma-link-layer, rdma-mtu,
 // rdma-speed, rdma-gid-type, rdma-gid-index, rdma-cpus, kernel,
-// rdma-core; rdma-host in the qemu guest) and the Unit lines,
+// rdma-core, rdma-clock, rdma-clock-mhz; rdma-host in the qemu guest)
+// and the Unit lines,
 // then runs the tests, writes the .hlog interval still held for a b.N
 // benchmark (hist.FlushHlog) and exits.
 //
@@ -124,6 +126,10 @@ func Config() [][2]string {
 		d.Close()
 	}
 	cfg = append(cfg, [2]string{"kernel", kernelRelease()}, [2]string{"rdma-core", rdmaCoreVersion()})
+	if c, err := verbs.LoopClock(); err == nil {
+		cfg = append(cfg, c.Config()...)
+		fmt.Fprintf(os.Stderr, "rdmatest: the loops' clock: %s %.3f MHz (%s)\n", c.Name, c.MHz, c.Why)
+	}
 	// Which boot made the runs: the gate compares stored files boot
 	// against boot (go doc ./ci/gate, -replicate), never pairing by it.
 	if id := bootID(); id != "" {

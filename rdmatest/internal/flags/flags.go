@@ -15,6 +15,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/cpus"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
+	"github.com/rdmabench/rdmabench/verbs"
 )
 
 // Options are the device and measurement settings of a test binary.
@@ -31,6 +32,9 @@ type Options struct {
 	// CPUs overrides the CPUs the timed loops are pinned to (a Linux CPU
 	// list, requester first); empty: the device's NUMA node.
 	CPUs string
+	// Clock is the timed loops' clock (verbs.SetClock): auto, the CPU's
+	// counter, or CLOCK_MONOTONIC.
+	Clock verbs.ClockKind
 	// SignalAll makes every latency run do perftest's latency work (see
 	// the engine's Spec.SignalAll).
 	SignalAll bool
@@ -118,7 +122,19 @@ var (
 	flagSignal  = ptr(envParse("RDMA_SIGNAL_ALL", false, strconv.ParseBool, "a boolean (1, true, 0 or false)"))
 	flagWarmup  = ptr(envInt("RDMA_WARMUP", 1))
 	flagCM      = ptr(envParse("RDMA_CM", CMAuto, parseCMMode, "a boolean (1, true, 0 or false) or auto"))
+	flagClock   = ptr(clockFlag(envParse("RDMA_CLOCK", verbs.ClockAuto, verbs.ParseClockKind, "auto, tsc or monotonic")))
 )
+
+// clockFlag is -rdma.clock's value.
+type clockFlag verbs.ClockKind
+
+func (c *clockFlag) String() string { return verbs.ClockKind(*c).String() }
+
+func (c *clockFlag) Set(s string) error {
+	k, err := verbs.ParseClockKind(s)
+	*c = clockFlag(k)
+	return err
+}
 
 func ptr[T any](v T) *T { return &v }
 
@@ -133,6 +149,7 @@ func RegisterDevice(fs *flag.FlagSet) {
 	fs.IntVar(flagGID, "rdma.gid", *flagGID, "GID index; -1 = best GID (RoCE v2, IPv4-mapped) [RDMA_GID_INDEX]")
 	fs.StringVar(flagCPUs, "rdma.cpus", *flagCPUs, "CPUs for the timed loops (a CPU list: 2,3 or 4-7, or none: not pinned): a benchmark's requester first, then its passive side; rdmapeer's sessions one each; default: the device's NUMA node [RDMA_CPUS]")
 	fs.DurationVar(flagTimeout, "rdma.timeout", *flagTimeout, "deadline for every single wait for a completion or a peer [RDMA_TIMEOUT]")
+	fs.Var(flagClock, "rdma.clock", "the timed loops' clock: tsc (the CPU's counter, cntvct on arm64, calibrated against CLOCK_MONOTONIC_RAW), monotonic (clock_gettime), or auto: the counter where the kernel's clocksource is it [RDMA_CLOCK]")
 }
 
 // Register registers on fs every flag of a benchmark or test binary: the
@@ -240,7 +257,7 @@ func DeviceOpts() (Options, error) {
 
 func deviceOpts() (Options, []error) {
 	errs := append([]error(nil), envErrs...) // RDMA_PORT, RDMA_GID_INDEX, RDMA_TIMEOUT
-	o := Options{Device: *flagDev, Port: *flagPort, GIDIndex: *flagGID, Timeout: *flagTimeout, CPUs: *flagCPUs}
+	o := Options{Device: *flagDev, Port: *flagPort, GIDIndex: *flagGID, Timeout: *flagTimeout, CPUs: *flagCPUs, Clock: verbs.ClockKind(*flagClock)}
 	return o, append(errs, o.deviceErrs()...)
 }
 

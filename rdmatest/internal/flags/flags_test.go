@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rdmabench/rdmabench/verbs"
 )
 
 // optsChildEnv makes TestMain print what a program that registers no
@@ -64,11 +66,11 @@ func rdmaFlags(fs *flag.FlagSet) []string {
 func TestRegister(t *testing.T) {
 	all := flag.NewFlagSet("bench", flag.ContinueOnError)
 	Register(all)
-	assert.Equal(t, []string{"rdma.cm", "rdma.cpus", "rdma.dev", "rdma.gid", "rdma.hlog", "rdma.peer", "rdma.peer-token", "rdma.peer-token-file", "rdma.port", "rdma.signal-all", "rdma.timeout", "rdma.warmup"}, rdmaFlags(all))
+	assert.Equal(t, []string{"rdma.clock", "rdma.cm", "rdma.cpus", "rdma.dev", "rdma.gid", "rdma.hlog", "rdma.peer", "rdma.peer-token", "rdma.peer-token-file", "rdma.port", "rdma.signal-all", "rdma.timeout", "rdma.warmup"}, rdmaFlags(all))
 
 	dev := flag.NewFlagSet("peer", flag.ContinueOnError)
 	RegisterDevice(dev)
-	assert.Equal(t, []string{"rdma.cpus", "rdma.dev", "rdma.gid", "rdma.port", "rdma.timeout"}, rdmaFlags(dev))
+	assert.Equal(t, []string{"rdma.clock", "rdma.cpus", "rdma.dev", "rdma.gid", "rdma.port", "rdma.timeout"}, rdmaFlags(dev))
 
 	all.SetOutput(io.Discard)
 	assert.Panics(t, func() { Register(all) }, "a second registration on the same set")
@@ -109,11 +111,11 @@ func TestOptsWithoutFlags(t *testing.T) {
 		return c
 	}
 	c := child("RDMA_DEVICE=mlx9", "RDMA_PORT=2", "RDMA_GID_INDEX=3", "RDMA_TIMEOUT=7s", "RDMA_HLOG_DIR=/tmp/h",
-		"RDMA_PEER=hostB:18515", "RDMA_CPUS=none", "RDMA_PEER_TOKEN=0123456789abcdef", "RDMA_SIGNAL_ALL=true", "RDMA_WARMUP=0", "RDMA_CM=1")
+		"RDMA_PEER=hostB:18515", "RDMA_CPUS=none", "RDMA_PEER_TOKEN=0123456789abcdef", "RDMA_SIGNAL_ALL=true", "RDMA_WARMUP=0", "RDMA_CM=1", "RDMA_CLOCK=monotonic")
 	assert.Empty(t, c.Registered, "nothing is registered on import")
 	assert.Empty(t, c.Err)
 	assert.Equal(t, Options{Device: "mlx9", Port: 2, GIDIndex: 3, Timeout: 7 * time.Second, HlogDir: "/tmp/h",
-		Peer: "hostB:18515", PeerToken: "0123456789abcdef", CPUs: "none", SignalAll: true, CM: CMOn}, c.Opts)
+		Peer: "hostB:18515", PeerToken: "0123456789abcdef", CPUs: "none", SignalAll: true, CM: CMOn, Clock: verbs.ClockMonotonic}, c.Opts)
 
 	c = child()
 	assert.Empty(t, c.Err)
@@ -125,7 +127,8 @@ func TestOptsWithoutFlags(t *testing.T) {
 	c = child("RDMA_CM=false")
 	assert.Equal(t, CMOff, c.Opts.CM)
 
-	c = child("RDMA_PORT=abc", "RDMA_TIMEOUT=fast", "RDMA_SIGNAL_ALL=sometimes", "RDMA_WARMUP=-1", "RDMA_CM=maybe")
+	c = child("RDMA_PORT=abc", "RDMA_TIMEOUT=fast", "RDMA_SIGNAL_ALL=sometimes", "RDMA_WARMUP=-1", "RDMA_CM=maybe", "RDMA_CLOCK=rdtsc")
+	assert.Contains(t, c.Err, `RDMA_CLOCK="rdtsc" is not auto, tsc or monotonic`)
 	assert.Contains(t, c.Err, `RDMA_CM="maybe" is not a boolean (1, true, 0 or false) or auto`)
 	assert.Contains(t, c.Err, `RDMA_SIGNAL_ALL="sometimes" is not a boolean`)
 	assert.Contains(t, c.Err, "-rdma.warmup -1 is out of range 0 … 1000000")

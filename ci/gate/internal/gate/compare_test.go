@@ -207,3 +207,23 @@ func TestReadSetUnitsAsWritten(t *testing.T) {
 	assert.Equal(t, "B/s", b.Tidy["MB/s"])
 	assert.Equal(t, -1, s.Units.GetBetter(b.Tidy["p99-ns"]))
 }
+
+// TestReadSetLabels: the replication labels and the clock's calibrated
+// frequency, which differ from one process to the next, never split a
+// benchmark; the clock's name does.
+func TestReadSetLabels(t *testing.T) {
+	run := func(proc, mhz, clock string) string {
+		return fmt.Sprintf("rdma-process: %s\nrdma-boot: b1\nrdma-clock: %s\nrdma-clock-mhz: %s\nBenchmarkA-2 10 100 ns/op\n", proc, clock, mhz)
+	}
+	s, err := ReadSet(strings.NewReader(run("p1", "2599.998", "tsc")+run("p2", "2599.981", "tsc")), "in", nil)
+	require.NoError(t, err)
+	require.Len(t, s.Order, 1)
+	b := s.Benches[s.Order[0]]
+	assert.Equal(t, Key{Name: "A-2", Config: "rdma-clock=tsc"}, b.Key)
+	assert.Equal(t, []string{"p1", "p2"}, b.Procs)
+	assert.Equal(t, 2, b.Runs)
+
+	s, err = ReadSet(strings.NewReader(run("p1", "2599.998", "tsc")+run("p2", "0", "monotonic")), "in", nil)
+	require.NoError(t, err)
+	assert.Len(t, s.Order, 2, "another clock is another configuration")
+}

@@ -53,6 +53,12 @@ const (
 	BootKey    = "rdma-boot"
 )
 
+// ClockMHzKey is the loops' counter frequency as each process
+// calibrated it (verbs.Clock.Config): a few ppm apart from one process
+// to the next, so never part of pairing either (rdma-clock, the clock's
+// name, is).
+const ClockMHzKey = "rdma-clock-mhz"
+
 // samples returns the values of unit, and ok false for a unit absent
 // from this benchmark's runs. A /run unit (results.PerRun) that some run
 // reported has one value per run: the runs that did not report it
@@ -129,6 +135,7 @@ func (s *Set) add(res *results.Result, ignore map[string]bool) {
 			proc = v
 		case k == BootKey:
 			boot = v
+		case k == ClockMHzKey:
 		case !ignore[k]:
 			cfg = append(cfg, k+"="+v)
 		}
