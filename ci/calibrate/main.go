@@ -47,8 +47,10 @@
 // What still differs (printed under every table): perftest drops its 2
 // largest samples and reports the median and the nearest rank of the
 // rest, rdmabench keeps every sample in an HDR histogram (3 significant
-// digits); perftest times with the TSC, rdmabench with CLOCK_MONOTONIC;
-// perftest's loops run in a C process, ours in a Go one.
+// digits); perftest times with the TSC and a MHz from /proc/cpuinfo,
+// rdmabench with the loops' clock (the same counter, calibrated, where
+// the kernel's clocksource is tsc; CLOCK_MONOTONIC elsewhere and before
+// issue #43); perftest's loops run in a C process, ours in a Go one.
 //
 // # Scenarios and contestants
 //

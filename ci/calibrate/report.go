@@ -14,7 +14,7 @@ import (
 var remainingDifferences = []string{
 	"Statistics: perftest sorts its iters−1 samples, drops the 2 largest and reports t_typical = the median of the rest (mean of the middle two) and 99% percentile = the sample of rank ceil(0.99·n) of that trimmed array; " +
 		"rdmabench keeps every sample (also iters−1 for cycle-p50-ns/cycle-p99-ns) in an HDR histogram (1 ns … 100 s, 3 significant digits) and reports the highest value equivalent to the sample of rank round(q·n), up to 0.1% above it.",
-	"Clock: perftest reads the TSC and divides by a calibrated MHz (-F: without the CPU-frequency warning); rdmabench reads CLOCK_MONOTONIC in ns.",
+	"Clock: perftest reads the TSC and divides by /proc/cpuinfo's MHz unless its own sample disagrees by 2% (-F: without the CPU-frequency warning); rdmabench read CLOCK_MONOTONIC in ns in every calibration stored before issue #43 (2026-12-06), and since then reads the same counter where the kernel's clocksource is tsc, its frequency measured against CLOCK_MONOTONIC_RAW (rdma-clock, rdma-clock-mhz lines; -rdma.clock).",
 	"Halving: RTT/2 on both for SEND and WRITE ping-pong (ib_send_lat, ib_write_lat; SendLat, WriteLat); the full round trip on both for READ and atomics.",
 	"Units: perftest prints µs and MiB/s (2^20 B/s; [MB/sec] before perftest PR #257); the tables show µs and MB/s = 10^6 B/s (perftest's value × 1.048576).",
 	"Code around the loop: perftest's loops (run_iter_lat*, run_iter_bw) run in a C process; rdmabench's (verbs/loop.c) in a Go process, whose runtime threads share the machine (the C-only control runs the same loop without Go).",

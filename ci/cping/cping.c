@@ -355,6 +355,41 @@ static void print_counts(const char *name, const rb_hist *h) {
 			printf("%lld %lld\n", (long long)i, (long long)h->counts[i]);
 }
 
+// use_clock takes the loops' clock as the benchmarks do (verbs.SetClock
+// from RDMA_CLOCK: auto, tsc or monotonic; auto takes the counter where
+// the kernel's clocksource is tsc) and names it on stderr; 0, or 2 on a
+// bad RDMA_CLOCK.
+static int use_clock(void) {
+	const char *want = getenv("RDMA_CLOCK");
+	if (!want || !*want)
+		want = "auto";
+	int counter = !strcmp(want, "tsc");
+	if (!strcmp(want, "auto")) {
+		char cs[32] = "";
+		FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+		if (f) {
+			if (!fgets(cs, sizeof cs, f))
+				cs[0] = 0;
+			fclose(f);
+		}
+		counter = !strcmp(cs, "tsc\n");
+	} else if (!counter && strcmp(want, "monotonic")) {
+		fprintf(stderr, "cping: RDMA_CLOCK=%s: want auto, tsc or monotonic\n", want);
+		return 2;
+	}
+	if (!counter) {
+		fprintf(stderr, "cping: clock monotonic\n");
+		return 0;
+	}
+	double hz = rb_clock_use_counter(50000000); // 50 ms, as verbs' calibration
+	if (hz == 0) {
+		fprintf(stderr, "cping: RDMA_CLOCK=%s: the CPU counter is not a usable clock here\n", want);
+		return 2;
+	}
+	fprintf(stderr, "cping: clock tsc %.3f MHz\n", hz / 1e6);
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	const char *dev = NULL;
 	int port = 1, gid_index = 1, size = 8, cpu_a = -1, cpu_b = -1, timeout_s = 10, signal_all = 0;
@@ -390,6 +425,8 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "cping: -S -n %ld: want at least 2 round trips (the cycle sample spans two posts)\n", iters);
 		return 2;
 	}
+	if (use_clock())
+		return 2;
 #ifdef CPING_TWO_PROCESSES
 	// Two processes, as perftest's client and server (an experiment of
 	// issue #27): forked before any verbs call, each opening the device
