@@ -157,6 +157,7 @@ calibrate-setup: build
 # levels' and p50s' ratios to perftest round by round. Nothing is stored.
 PHASE_ROUNDS ?= 24
 calibrate-phases: build
+	@mkdir -p .cache/bin
 	$(CPING) -o .cache/bin/cping
 	$(CPING) -DCPING_TWO_PROCESSES -o .cache/bin/cping-2p
 	$(CPING) -DCPING_PERFTEST_LOOP -o .cache/bin/cping-ptloop
