@@ -14,8 +14,9 @@ import (
 // answer seen), in C. Two clocks can be that clock:
 //
 //   - the CPU's counter, as perftest's get_cycles: rdtsc on x86-64,
-//     cntvct_el0 on arm64. One read costs a few ns (10–17 ns under qemu
-//     TCG, where clock_gettime costs 100–118 ns). Ticks become ns through
+//     cntvct_el0 on arm64. One read with its scaling to ns costs 46–49
+//     ns under qemu TCG, where clock_gettime costs 90–94 ns (10 and 17
+//     ns on the host of 2026-12-06: ClockCost). Ticks become ns through
 //     a frequency calibrated against CLOCK_MONOTONIC_RAW when the process
 //     first builds a loop (a 50 ms busy wait), never through a nominal
 //     MHz (perftest trusts /proc/cpuinfo's unless its own sample

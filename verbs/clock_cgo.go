@@ -108,12 +108,14 @@ func pairRate(a, b C.rb_clock_pair) (hz, uncertain float64) {
 // clockEnter chooses the clock on a loop's first C call and counts the
 // call as running (SetClock waits for none).
 func clockEnter() error {
-	if _, err := LoopClock(); err != nil {
-		return err
-	}
 	clockState.mu.Lock()
+	defer clockState.mu.Unlock()
+	if !clockState.chosen {
+		if _, err := setClockLocked(ClockAuto); err != nil {
+			return err
+		}
+	}
 	clockState.running++
-	clockState.mu.Unlock()
 	return nil
 }
 

@@ -51,7 +51,7 @@ static int64_t rb_clock_gettime(clockid_t id) {
 
 // rb_clock_has_counter tells whether this build can read the CPU's
 // counter (x86-64, arm64).
-int rb_clock_has_counter(void) {
+static int rb_clock_has_counter(void) {
 #if defined(__x86_64__) || defined(__aarch64__)
 	return 1;
 #else
@@ -61,7 +61,7 @@ int rb_clock_has_counter(void) {
 
 // rb_clock_ticks reads the CPU's counter, unserialized as perftest's
 // get_cycles: rdtsc, or cntvct_el0 (0 where there is none).
-uint64_t rb_clock_ticks(void) {
+static inline uint64_t rb_clock_ticks(void) {
 #if defined(__x86_64__)
 	return __rdtsc();
 #elif defined(__aarch64__)
@@ -100,7 +100,7 @@ void rb_clock_read_pair(rb_clock_pair *p) {
 // rb_clock_spin_until_raw busy-waits (a calibration's span: sleeping
 // could let the CPU change its state) until CLOCK_MONOTONIC_RAW passes
 // raw_ns.
-void rb_clock_spin_until_raw(int64_t raw_ns) {
+static void rb_clock_spin_until_raw(int64_t raw_ns) {
 	while (rb_clock_gettime(CLOCK_MONOTONIC_RAW) < raw_ns)
 		;
 }

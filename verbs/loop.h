@@ -284,10 +284,7 @@ typedef struct {
 } rb_clock_pair;
 
 int64_t rb_clock_ns(void);
-uint64_t rb_clock_ticks(void);
-int rb_clock_has_counter(void);
 void rb_clock_read_pair(rb_clock_pair *p);
-void rb_clock_spin_until_raw(int64_t raw_ns);
 int rb_clock_use_monotonic(void);
 double rb_clock_use_counter(int64_t span_ns);
 
