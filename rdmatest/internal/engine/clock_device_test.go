@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rdmabench/rdmabench/internal/stats"
-	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -61,17 +60,10 @@ func TestLoopClockCost(t *testing.T) {
 		require.NoError(t, err)
 		a, err := newPing(p, &s, iters, timeout)
 		require.NoError(t, err)
-		defer func() { assert.NoError(t, a.Close()) }()
-		require.NoError(t, a.Warm(1))
-		res, err := readyLoop(a, cpus[0]).result()
-		require.NoError(t, err)
-		require.NoError(t, resp.Stop())
-		require.Equal(t, iters, res.Ops)
+		res, rec := measureBlock(t, a, resp, cpus[0], iters)
 		if res.ClockMHz != 0 {
 			assert.InDelta(t, 1, res.ClockMHz/c.MHz, 1e-3, "the counter's frequency over the run")
 		}
-		rec := hist.NewRecorder()
-		require.NoError(t, importLoop(rec, a, res))
 		return float64(rec.Quantile(50))
 	}
 	var diffs, aa []float64

@@ -77,14 +77,7 @@ func TestProgramCost(t *testing.T) {
 			a, err = newPing(p, &s, iters, timeout)
 			require.NoError(t, err)
 		}
-		defer func() { assert.NoError(t, a.Close()) }()
-		require.NoError(t, a.Warm(1))
-		res, err := readyLoop(a, cpus[0]).result()
-		require.NoError(t, err)
-		require.NoError(t, resp.Stop())
-		require.Equal(t, iters, res.Ops)
-		rec := hist.NewRecorder()
-		require.NoError(t, importLoop(rec, a, res))
+		_, rec := measureBlock(t, a, resp, cpus[0], iters)
 		return rec
 	}
 	hand, interp := hist.NewRecorder(), hist.NewRecorder()
@@ -107,4 +100,20 @@ func TestProgramCost(t *testing.T) {
 	t.Logf("WriteLat RC 8 B, %d blocks × %d round trips each, interleaved: p50 hand-written %d ns, program %d ns, ratio %.3f; median of the blocks' p50 ratios %.3f (range %.3f–%.3f)",
 		n, iters, hand.Quantile(50), interp.Quantile(50), ratio, median, ratios[0], ratios[n-1])
 	assert.InDelta(t, 1, ratio, 1, "the program's p50 within a factor of 2 of the hand-written loop's")
+}
+
+// measureBlock runs the requester a on cpu (one warm-up iteration, then
+// its run) while resp serves, stops resp, requires iters operations
+// done and returns the run's result and samples; a is closed.
+func measureBlock(t *testing.T, a *verbs.Loop, resp *responder, cpu int, iters int64) (verbs.LoopResult, *hist.Recorder) {
+	t.Helper()
+	defer func() { assert.NoError(t, a.Close()) }()
+	require.NoError(t, a.Warm(1))
+	res, err := readyLoop(a, cpu).result()
+	require.NoError(t, err)
+	require.NoError(t, resp.Stop())
+	require.Equal(t, iters, res.Ops)
+	rec := hist.NewRecorder()
+	require.NoError(t, importLoop(rec, a, res))
+	return res, rec
 }
