@@ -31,6 +31,7 @@ var _ = [1]struct{}{}[recvBatch-C.RB_RBATCH]
 // NewStream). Run runs it once; Stop may be called from any goroutine;
 // Close frees it, after Run has returned.
 type Loop struct {
+	dev     *Device // the device of its QPs (StopLoops)
 	kind    string
 	id      uint64
 	timeout time.Duration
@@ -111,11 +112,12 @@ func (l *Loop) newRQ(qps []*QP, srq *SRQ, sges []SGE, depth int) (*C.rb_rq, C.in
 	return rqs, C.int32_t(n), nil
 }
 
-// start finishes a built loop: uses are the objects its C code touches
-// (0s are skipped), the first two its owners (the QP and CQ it was
-// created from); none of them closes while the loop is open.
-func (l *Loop) start(kind string, timeout time.Duration, uses ...uint64) {
-	l.kind, l.timeout = kind, timeout
+// start finishes a built loop on dev (whose StopLoops ends it): uses are
+// the objects its C code touches (0s are skipped), the first two its
+// owners (the QP and CQ it was created from); none of them closes while
+// the loop is open.
+func (l *Loop) start(dev *Device, kind string, timeout time.Duration, uses ...uint64) {
+	l.dev, l.kind, l.timeout = dev, kind, timeout
 	l.ctl.timeout_ns = C.int64_t(timeout.Nanoseconds())
 	l.id = trackUses(KindLoop, uses, uses[:min(2, len(uses))]...)
 }
@@ -177,7 +179,7 @@ func NewPing(cfg PingConfig) (*Loop, error) {
 		l.free()
 		return nil, err
 	}
-	l.start("ping", cfg.Timeout, cfg.QP.id, cfg.CQ.id, cfg.InLast.bufID(), cfg.OutLast.bufID(), cfg.Result.bufID())
+	l.start(cfg.QP.device(), "ping", cfg.Timeout, cfg.QP.id, cfg.CQ.id, cfg.InLast.bufID(), cfg.OutLast.bufID(), cfg.Result.bufID())
 	return l, nil
 }
 
@@ -232,7 +234,7 @@ func NewServe(cfg ServeConfig) (*Loop, error) {
 	if cfg.SRQ != nil {
 		uses = append(uses, cfg.SRQ.id)
 	}
-	l.start("serve", cfg.Timeout, uses...)
+	l.start(cfg.QPs[0].device(), "serve", cfg.Timeout, uses...)
 	return l, nil
 }
 
@@ -289,7 +291,7 @@ func NewStream(cfg StreamConfig) (*Loop, error) {
 	for _, qp := range qps[1:] {
 		uses = append(uses, qp.id)
 	}
-	l.start("stream", cfg.Timeout, uses...)
+	l.start(cfg.QPs[0].QP.device(), "stream", cfg.Timeout, uses...)
 	return l, nil
 }
 
@@ -324,7 +326,7 @@ func NewRPC(cfg RPCConfig) (*Loop, error) {
 		return nil, err
 	}
 	r.n = C.int64_t(cfg.RPCs)
-	l.start("rpc", cfg.Timeout, cfg.QP.id, cfg.RespCQ.id, cfg.ReqCQ.id, cfg.RecvQP.id, cfg.Out.bufID())
+	l.start(cfg.QP.device(), "rpc", cfg.Timeout, cfg.QP.id, cfg.RespCQ.id, cfg.ReqCQ.id, cfg.RecvQP.id, cfg.Out.bufID())
 	return l, nil
 }
 
@@ -398,6 +400,7 @@ func (l *Loop) enter(may func() error) error {
 		return fmt.Errorf("verbs: %s loop: %w", l.kind, err)
 	}
 	l.running, l.done = true, make(chan struct{})
+	l.dev.loopEnter(l)
 	return nil
 }
 
@@ -406,6 +409,7 @@ func (l *Loop) leave(ran bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.running = false
+	l.dev.loopLeave(l)
 	clockLeave()
 	l.ran = l.ran || ran
 	close(l.done)
@@ -508,8 +512,60 @@ func (l *Loop) Stop() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ctl != nil {
-		atomic.StoreInt32((*int32)(unsafe.Pointer(&l.ctl.stop)), 1)
+		l.raiseStop()
 	}
+}
+
+// raiseStop sets the C loop's stop flag. The caller holds l.mu, or
+// knows l is running (in its device's running set: not freed before it
+// leaves).
+func (l *Loop) raiseStop() {
+	atomic.StoreInt32((*int32)(unsafe.Pointer(&l.ctl.stop)), 1)
+}
+
+// StopLoops ends every loop running on d's objects now (its Run, Warm or
+// Drain returns with LoopStopped), and every later call of one at once:
+// a caller's deadline, a client that left, a shutdown (rdmapeer's agent
+// binds a run's context to it). It cannot be undone; safe from any
+// goroutine, any number of times.
+func (d *Device) StopLoops() {
+	s := &d.loops
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	for l := range s.running {
+		l.raiseStop()
+	}
+}
+
+// loopEnter adds l, entering a C call, to d's running set (a nil d:
+// none); on a stopped device its stop flag is raised first. Called with
+// l.mu held (the order is always l.mu, then the set's).
+func (d *Device) loopEnter(l *Loop) {
+	if d == nil {
+		return
+	}
+	s := &d.loops
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		l.raiseStop()
+	}
+	if s.running == nil {
+		s.running = make(map[*Loop]struct{})
+	}
+	s.running[l] = struct{}{}
+}
+
+// loopLeave removes l, whose C call returned, from d's running set.
+func (d *Device) loopLeave(l *Loop) {
+	if d == nil {
+		return
+	}
+	s := &d.loops
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.running, l)
 }
 
 func (l *Loop) result() LoopResult {

@@ -25,6 +25,9 @@ func (*Loop) Run() (LoopResult, error) { return LoopResult{}, ErrNotSupported }
 // Stop does nothing without cgo.
 func (*Loop) Stop() {}
 
+// StopLoops does nothing without cgo (no loop runs).
+func (*Device) StopLoops() {}
+
 // Counts returns ErrNotSupported without cgo.
 func (*Loop) Counts([]int64) error { return ErrNotSupported }
 

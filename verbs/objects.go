@@ -19,6 +19,16 @@ type Device struct {
 	inlineMu   sync.Mutex
 	inlineDone bool
 	maxInline  int
+
+	loops loopSet // the loops in a C call on its objects (StopLoops)
+}
+
+// loopSet is a device's loops in a C call, and whether StopLoops was
+// called.
+type loopSet struct {
+	mu      sync.Mutex
+	stopped bool
+	running map[*Loop]struct{}
 }
 
 // PD is a protection domain.
@@ -64,6 +74,14 @@ type QP struct {
 	srq       bool // receives come from an SRQ
 	id        uint64
 	c         cQP
+}
+
+// device is the device q was created on (nil for a nil QP).
+func (q *QP) device() *Device {
+	if q == nil || q.pd == nil {
+		return nil
+	}
+	return q.pd.dev
 }
 
 // AH is a UD address handle.

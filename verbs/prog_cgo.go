@@ -98,7 +98,7 @@ func NewProgram(cfg ProgramConfig) (*Loop, error) {
 			return nil, err
 		}
 	}
-	l.start("program", cfg.Timeout, uses...)
+	l.start(cfg.QPs[0].device(), "program", cfg.Timeout, uses...)
 	l.steps = append([]Step(nil), cfg.Steps...)
 	return l, nil
 }
