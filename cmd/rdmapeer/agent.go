@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rdmabench/rdmabench/cmd/internal/nodes"
@@ -29,10 +30,17 @@ import (
 //     -nodes-file, or the Slurm job's nodes), not this node, and is
 //     reached at the agent port (-agent-port, default -listen's);
 //   - a Run is at most oob.MaxRuns runs of at most oob.MaxIters
-//     iterations, ends within -run-timeout as a whole, and runs alone
-//     (a second one is refused as busy);
-//   - its memory (message size × queue depth × QPs × threads, an
-//     estimate of the message buffers) is within -max-mem.
+//     iterations and runs alone (a second one is refused as busy);
+//   - it ends inside its loops (their stop flag, raised through the
+//     run's context: verbs.Device.StopLoops) at -run-timeout as a whole,
+//     when its client closes the connection or sends anything before
+//     RunDone, and at the agent's shutdown;
+//   - its memory, counted before anything is built, is within -max-mem:
+//     the registered buffers (two slots a QP, counters × stride for the
+//     atomics) and queue rings of its pair, priced as the peer prices a
+//     Setup, times its threads (specMemory). The destination prices and
+//     refuses its own share by its own limits, but only once this side is
+//     built: the protocol has no dry run yet.
 
 // measurer measures for an agent: the real one opens the RDMA device and
 // runs rdmabench's scenarios; tests substitute a fake.
@@ -90,16 +98,20 @@ func (c *session) serveRun(ctx context.Context, a *agent, req *oob.Run) error {
 		return c.fail(ctx, errors.New("busy: this agent is running another scenario (one at a time)"))
 	}
 	defer a.busy.Unlock()
-	// runCtx bounds the runs; ctx stays the server's, which fail tells
-	// a shutdown by.
-	runCtx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
+	// runCtx bounds the runs: -run-timeout, the client leaving
+	// (watchClient) and, through ctx, the shutdown. ctx stays the
+	// server's, which fail tells a shutdown by.
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, a.timeout, fmt.Errorf("not done within -run-timeout %v", a.timeout))
+	defer cancelTimeout()
+	defer c.watchClient(cancel)()
 	addr := net.JoinHostPort(req.Dst, a.port)
 	c.s.logHost(c.host, "%s (client %q): run %s -> %s %s, %d runs of %d", c.who, c.client, a.node, req.Dst, req.Scenario, req.Runs, req.Iters)
 	for i := range req.Runs {
 		res, err := a.m.run(runCtx, addr, req.Scenario, req.Iters)
 		if runCtx.Err() != nil && ctx.Err() == nil {
-			err = fmt.Errorf("not done within -run-timeout %v", a.timeout)
+			err = context.Cause(runCtx)
 		}
 		if err != nil {
 			return c.fail(ctx, fmt.Errorf("run %d of %d, %s -> %s %s: %w", i+1, req.Runs, a.node, req.Dst, req.Scenario, err))
@@ -107,13 +119,52 @@ func (c *session) serveRun(ctx context.Context, a *agent, req *oob.Run) error {
 		if err := res.Validate(); err != nil {
 			return c.fail(ctx, fmt.Errorf("run %d: a result this agent cannot send: %w", i+1, err))
 		}
-		c.deadline(step)
+		c.writeDeadline(step)
 		if err := oob.WriteFrame(c.conn, oob.MsgRunResult, res); err != nil {
 			return err
 		}
 	}
-	c.deadline(step)
+	c.writeDeadline(step)
 	return oob.WriteFrame(c.conn, oob.MsgRunDone, &oob.RunDone{})
+}
+
+// errClientLeft ends a Run whose client closed its connection, or sent
+// anything, while it ran: a client says nothing between its Run and
+// RunDone.
+var errClientLeft = errors.New("the client left during the run")
+
+// watchClient reads the connection while a Run runs (the client sends
+// nothing then) and calls cancel as soon as the read returns: the
+// client closed it, reset it or broke the protocol, so the run is ended
+// in its loops instead of holding the agent busy. The function it
+// returns stops the watch and waits for it.
+func (c *session) watchClient(cancel context.CancelCauseFunc) (stop func()) {
+	c.mu.Lock()
+	if !c.stopping {
+		c.conn.SetReadDeadline(time.Time{}) // the writes set theirs alone
+	}
+	c.mu.Unlock()
+	var quit atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var b [1]byte
+		_, err := c.conn.Read(b[:])
+		if quit.Load() {
+			return
+		}
+		if err == nil {
+			err = errors.New("it sent data")
+		}
+		cancel(fmt.Errorf("%w (%v)", errClientLeft, err))
+	}()
+	return func() {
+		quit.Store(true)
+		c.mu.Lock()
+		c.conn.SetReadDeadline(time.Now()) // unblocks the read
+		c.mu.Unlock()
+		<-done
+	}
 }
 
 // checkRun tells why req is outside the agent's bounds: a destination

@@ -25,6 +25,7 @@ type fakeMeasurer struct {
 	addrs   []string
 	block   chan struct{}
 	started chan struct{} // when set: signaled as a run begins (its agent is busy by then)
+	ended   chan error    // when set: a blocked run's end (its context's cause)
 	failAt  int
 }
 
@@ -53,6 +54,9 @@ func (f *fakeMeasurer) run(ctx context.Context, addr, scenario string, iters int
 		select {
 		case <-f.block:
 		case <-ctx.Done():
+			if f.ended != nil {
+				f.ended <- context.Cause(ctx)
+			}
 			return nil, ctx.Err()
 		}
 	}
@@ -228,6 +232,73 @@ func TestAgentRunTimeout(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, pe.Msg, "run 1 of 1, node1 -> node2 WriteBW: not done within -run-timeout 200ms")
 	assert.Less(t, time.Since(start), 5*time.Second)
+}
+
+// TestAgentClientLeaves: a client that closes its connection mid-run
+// ends the run within a second (its context is cancelled, which stops
+// the loops: see rdmaMeasurer.run), and the agent takes the next Run at
+// once instead of refusing it as busy until -run-timeout.
+func TestAgentClientLeaves(t *testing.T) {
+	m := &fakeMeasurer{block: make(chan struct{}), started: make(chan struct{}, 1), ended: make(chan error, 1)}
+	addr, _ := startAgentServer(t, m, time.Minute)
+	c := dialAuth(t, addr, testToken)
+	require.NoError(t, oob.WriteFrame(c, oob.MsgRun, &oob.Run{Dst: "node2", Scenario: "WriteBW", Runs: 1, Iters: 1}))
+	select {
+	case <-m.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Run never started")
+	}
+	left := time.Now()
+	require.NoError(t, c.Close())
+	select {
+	case cause := <-m.ended:
+		assert.ErrorIs(t, cause, errClientLeft)
+		assert.Less(t, time.Since(left), time.Second, "the run ended %v after its client left", time.Since(left))
+		t.Logf("the run ended %v after its client left: %v", time.Since(left), cause)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the run went on 5 s after its client left")
+	}
+	close(m.block)
+	require.Eventually(t, func() bool {
+		_, _, err := agentCall(t, addr, oob.MsgRun, &oob.Run{Dst: "node3", Scenario: "WriteBW", Runs: 1, Iters: 1})
+		return err == nil
+	}, time.Second, 20*time.Millisecond, "the next Run is taken")
+}
+
+// TestAgentShutdownMidRun: the peer's shutdown ends a running Run (its
+// context) and the server returns within seconds.
+func TestAgentShutdownMidRun(t *testing.T) {
+	m := &fakeMeasurer{block: make(chan struct{}), started: make(chan struct{}, 1), ended: make(chan error, 1)}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := newServer(newFakeDev(), testToken, hostLimits())
+	s.logf = t.Logf
+	s.agent = newAgent("node1", []string{"node1", "node2"}, 18515, time.Minute, hostLimits().client.Mem, m)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, ln, s) }()
+	c := dialAuth(t, ln.Addr().String(), testToken)
+	require.NoError(t, oob.WriteFrame(c, oob.MsgRun, &oob.Run{Dst: "node2", Scenario: "WriteBW", Runs: 1, Iters: 1}))
+	select {
+	case <-m.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Run never started")
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+		assert.Less(t, time.Since(start), 5*time.Second)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve still running 10 s after its shutdown")
+	}
+	var pe *oob.PeerError
+	_, _, err = oob.ReadFrame(c)
+	if errors.As(err, &pe) {
+		assert.Contains(t, pe.Msg, "shutting down")
+	}
 }
 
 // TestAgentNodes: the node list and this node's name from the flags,

@@ -256,3 +256,86 @@ func TestPeerShutdownOnDevice(t *testing.T) {
 	assert.Less(t, time.Since(t0), 10*time.Second)
 	waitReleased(t, d)
 }
+
+// TestAgentRunEndsOnDevice: an agent's Run is ended inside its loop —
+// the stop flag, raised through the run's context — by each of the three
+// things that end it early, each timed: -run-timeout, the client leaving
+// and the agent's shutdown (SIGTERM). The scenario, WriteLatGap with a
+// 1 s gap and 100000 iterations, would otherwise run for a day (before
+// the context reached the loops, a 5 s -run-timeout Run of it ended
+// after 16.3 s, a dropped client held the agent busy 15.7 s more, and a
+// SIGTERM took 25.3 s). The agent and the peer it sends to are one
+// server in this process, on one device (the destination is
+// "localhost", in the agent's node list).
+func TestAgentRunEndsOnDevice(t *testing.T) {
+	d := rdmatest.Device(t)
+	run := &oob.Run{Dst: "localhost", Scenario: "WriteLatGap/size=8/gap=1s", Runs: 1, Iters: 100000}
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration // -run-timeout
+		end     func(c net.Conn, shutdown context.CancelFunc)
+		within  time.Duration // of the end (without one: of the Run's start)
+	}{
+		{"run-timeout", 3 * time.Second, nil, 5 * time.Second},
+		{"client leaves", time.Minute, func(c net.Conn, _ context.CancelFunc) { c.Close() }, time.Second},
+		{"shutdown", time.Minute, func(_ net.Conn, shutdown context.CancelFunc) { shutdown() }, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			srv := newServer(&rdmaDevice{d: d, timeout: testLimits.idle}, testToken, testLimits)
+			srv.logf = t.Logf
+			port := ln.Addr().(*net.TCPAddr).Port
+			srv.agent = newAgent("node1", []string{"node1", "localhost"}, port, tc.timeout, testLimits.client.Mem,
+				&rdmaMeasurer{d: d, opts: d.Opts, token: testToken})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- serve(ctx, ln, srv) }()
+			c := dialAuth(t, ln.Addr().String(), testToken)
+			defer c.Close()
+			require.NoError(t, oob.WriteFrame(c, oob.MsgRun, run))
+			t0 := time.Now()
+			if tc.end != nil {
+				time.Sleep(2 * time.Second) // inside the loop by then: the set-up takes well under a second
+				t0 = time.Now()
+				tc.end(c, cancel)
+			}
+			// The end of the Run: the agent is free again (or, at a
+			// shutdown, the server has returned).
+			served := tc.name == "shutdown"
+			if served {
+				select {
+				case err := <-done:
+					require.NoError(t, err)
+				case <-time.After(30 * time.Second):
+					t.Fatal("serve did not return within 30 s of the shutdown")
+				}
+			} else {
+				if tc.end == nil {
+					err := oob.Decode(c, oob.MsgRunDone, &oob.RunDone{})
+					var pe *oob.PeerError
+					require.ErrorAs(t, err, &pe)
+					assert.Contains(t, pe.Msg, "not done within -run-timeout")
+				}
+				for !srv.agent.busy.TryLock() {
+					require.Less(t, time.Since(t0), 30*time.Second, "the agent is still busy")
+					time.Sleep(10 * time.Millisecond)
+				}
+				srv.agent.busy.Unlock()
+			}
+			took := time.Since(t0)
+			t.Logf("%s: the Run ended %v after %s", tc.name, took, map[bool]string{true: "it began", false: "its end"}[tc.end == nil])
+			assert.Less(t, took, tc.within)
+			cancel()
+			if !served {
+				select {
+				case <-done:
+				case <-time.After(30 * time.Second):
+					t.Fatal("serve did not return within 30 s of its end")
+				}
+			}
+			waitReleased(t, d)
+		})
+	}
+}

@@ -74,11 +74,17 @@ func (r *rdmaMeasurer) run(ctx context.Context, addr, name string, iters int) (r
 	}
 	o := r.opts
 	o.Peer, o.PeerToken = addr, r.token
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	d, err := rdmatest.OpenDevWith(o)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
+	// The run's deadline, its client leaving and the agent's shutdown
+	// end it inside its loops: their stop flag, raised through ctx.
+	defer context.AfterFunc(ctx, d.StopLoops)()
 	before, err := rdmatest.ReadCounters(d.Name(), d.PortNum)
 	if err != nil {
 		return nil, err

@@ -231,6 +231,16 @@ func (c *session) deadline(d time.Duration) {
 	}
 }
 
+// writeDeadline sets the connection's write deadline alone (a read in
+// progress keeps its own), unless the peer is shutting down.
+func (c *session) writeDeadline(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.stopping {
+		c.conn.SetWriteDeadline(time.Now().Add(d))
+	}
+}
+
 // run does the handshake, takes a client slot, and serves the scenario.
 // A panic ends the session with an error (and the client is told), not
 // the daemon.
