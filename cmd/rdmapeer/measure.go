@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/rdmabench/rdmabench/cmd/internal/facts"
 	"github.com/rdmabench/rdmabench/rdmatest"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
+	"github.com/rdmabench/rdmabench/rdmatest/peer"
 	"github.com/rdmabench/rdmabench/rdmatest/scenario"
 )
 
@@ -51,20 +51,21 @@ func (r *rdmaMeasurer) check(name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return specMemory(n.Spec), nil
+	return specMemory(n.Spec)
 }
 
-// specMemory estimates the message buffers of s: size × queue depth ×
-// QPs × threads (a zero field counts as 1).
-func specMemory(s scenario.Spec) int64 {
-	m := int64(max(s.Size, 1))
-	for _, f := range []int{s.QD, s.QPs, s.Threads} {
-		m *= int64(max(f, 1))
-		if m > math.MaxInt64/(1<<20) { // saturates long before overflow
-			return m
-		}
+// specMemory is what a run of s costs this node in memory, before
+// anything is built: the registered buffers of its pair (two slots a QP,
+// counters × stride for the atomics) and the rings of its queues, priced
+// as the peer prices the destination's side of the same Setup (costOf;
+// the device's CQ limit unknown here, so not applied: an upper bound),
+// times the threads, each with a pair of its own.
+func specMemory(s scenario.Spec) (int64, error) {
+	req, err := s.PeerSetup()
+	if err != nil {
+		return 0, err
 	}
-	return m
+	return costOf(req, peer.Limits{}).Mem * int64(max(s.Threads, 1)), nil
 }
 
 func (r *rdmaMeasurer) run(ctx context.Context, addr, name string, iters int) (res *oob.RunResult, err error) {

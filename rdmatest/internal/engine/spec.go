@@ -531,6 +531,23 @@ func checkEvent(s *Spec, _ *Limits) error {
 	return nil
 }
 
+// PeerSetup is the Setup a client sends a remote peer for s (defaults
+// applied; no endpoints, targets, MTU or QKey yet), so that a caller can
+// price a run's sides before anything is built: rdmapeer's agent puts it
+// through the peer's own cost (peer.SetupCost) for its side and the
+// destination's. A pair that could not be built (a buffer above
+// sizes.MaxSize: counters × stride, QPs × size) is an error instead.
+// Threads > 0 builds that many such pairs.
+func (s Spec) PeerSetup() (*oob.Setup, error) {
+	s.defaults()
+	c := s.pairConfig()
+	c.defaults()
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	return setupRequest(&c, 0, 0), nil
+}
+
 // pairConfig is the pair a spec needs.
 func (s Spec) pairConfig() PairConfig {
 	// Latency runs keep up to 64 unsignaled sends in flight (one in 32
