@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 var peerFlags = []string{
 	"agent", "agent-port",
 	"hello-timeout", "idle", "listen", "max-clients", "max-conns", "max-conns-per-host", "max-cqe", "max-hosts", "max-mem", "max-qps", "max-wrs",
-	"node", "nodes", "nodes-file",
+	"node", "nodes", "nodes-file", "prefix-v4", "prefix-v6",
 	"rdma.clock", "rdma.cpus", "rdma.dev", "rdma.gid", "rdma.port", "rdma.timeout", "run-timeout",
 	"token-file", "total-cqe", "total-mem", "total-qps", "total-wrs", "trusted-network",
 }

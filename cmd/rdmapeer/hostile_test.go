@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -903,7 +904,7 @@ func TestOpenPeer(t *testing.T) {
 // TestHosts: the per-address table forgets an address once nothing of
 // it is left, so it cannot grow without bound.
 func TestHosts(t *testing.T) {
-	h := newHosts(2, defaultMaxHosts)
+	h := newHosts(2, defaultMaxHosts, 32, 128)
 	now := time.Unix(1000, 0)
 	h.now = func() time.Time { return now }
 	require.NoError(t, h.admit("a"))
@@ -915,15 +916,76 @@ func TestHosts(t *testing.T) {
 	for i := 1; i < maxFails; i++ {
 		n, blocked := h.fail("b")
 		assert.Equal(t, i, n)
-		assert.False(t, blocked)
+		assert.Empty(t, blocked)
 	}
 	_, blocked := h.fail("b")
-	assert.True(t, blocked)
+	assert.Equal(t, "b", blocked)
 	assert.ErrorContains(t, h.admit("b"), "failed handshakes from b")
 	now = now.Add(blockFor + failWindow + time.Second)
 	require.NoError(t, h.admit("b"))
 	h.release("b")
 	assert.Empty(t, h.m)
+}
+
+// TestHostsPerPrefix: a client that rotates its source address within
+// one prefix is locked out as a prefix, and its log lines are held to
+// the prefix's budget; another prefix is untouched. Before the prefix
+// rules, 127.64.1.31 was served right after 127.64.1.30 was locked out,
+// and rotating addresses logged 250–280 lines a second.
+func TestHostsPerPrefix(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for _, tc := range []struct {
+		name, prefix string
+		addr         func(i int) string
+	}{
+		{"IPv4 /24", "127.64.1.0/24", func(i int) string { return fmt.Sprintf("127.64.1.%d", i%256) }},
+		{"IPv6 /64", "2001:db8:0:7::/64", func(i int) string {
+			return fmt.Sprintf("2001:db8:0:7:%x:%x::%x", rng.Uint32()&0xffff, i, rng.Uint32()&0xffff)
+		}},
+		{"v4-mapped", "192.0.2.0/24", func(i int) string { return fmt.Sprintf("::ffff:192.0.2.%d", i%256) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHosts(2, defaultMaxHosts, defaultPrefixV4, defaultPrefixV6)
+			now := time.Unix(1000, 0)
+			h.now = func() time.Time { return now }
+			start := rng.IntN(200)
+			blockedAt := -1
+			for i := 0; i < prefixMaxFails+maxFails; i++ {
+				a := tc.addr(start + i/(maxFails-1)) // each address stops one failure short of its own block
+				if err := h.admit(a); err != nil {
+					require.Contains(t, err.Error(), "failed handshakes from "+tc.prefix, "refused as the prefix")
+					blockedAt = i
+					break
+				}
+				_, blocked := h.fail(a)
+				h.release(a)
+				if blocked != "" {
+					assert.Equal(t, tc.prefix, blocked, "the block names the prefix")
+				}
+			}
+			assert.Equal(t, prefixMaxFails, blockedAt, "the prefix is locked out after %d failures from its addresses", prefixMaxFails)
+			require.NoError(t, h.admit("198.51.100.7"), "another prefix is served")
+			h.release("198.51.100.7")
+
+			// Log lines: many fresh addresses of the prefix, frozen
+			// clock, get the prefix's burst and no more.
+			h = newHosts(1<<20, defaultMaxHosts, defaultPrefixV4, defaultPrefixV6)
+			h.now = func() time.Time { return now }
+			logged := 0
+			for i := range 1000 {
+				a := tc.addr(i)
+				require.NoError(t, h.admit(a))
+				if h.logLine(a) {
+					logged++
+				}
+			}
+			assert.Equal(t, logBurst, logged, "the prefix's burst, no more")
+			lines := h.sweep(true)
+			assert.Contains(t, lines, fmt.Sprintf("%d lines from %s suppressed (more than %d at once or one per %v)", 1000-logBurst, tc.prefix, logBurst, logEvery))
+		})
+	}
 }
 
 // TestBudget: every resource is compared with its own limit, and the
@@ -1001,7 +1063,7 @@ func TestHostsBounded(t *testing.T) {
 			require.NoError(t, h.admit(host))
 			n, blocked := h.fail(host)
 			require.Equal(t, 1, n)
-			require.False(t, blocked)
+			require.Empty(t, blocked)
 			h.logLine(host)
 			h.release(host)
 		}},
@@ -1031,7 +1093,7 @@ func TestHostsBounded(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHosts(2, defaultMaxHosts)
+			h := newHosts(2, defaultMaxHosts, 32, 128)
 			now := time.Unix(1000, 0)
 			h.now = func() time.Time { return now }
 			var lastSweep time.Time
@@ -1058,7 +1120,7 @@ func TestHostsBounded(t *testing.T) {
 
 	t.Run("cap", func(t *testing.T) {
 		const limit = 100
-		h := newHosts(2, limit)
+		h := newHosts(2, limit, 32, 128)
 		now := time.Unix(1000, 0)
 		h.now = func() time.Time { return now }
 		for i := range limit {
@@ -1155,6 +1217,7 @@ func TestLogThrottle(t *testing.T) {
 	var clock sync.Mutex
 	srv.hosts.now = func() time.Time { clock.Lock(); defer clock.Unlock(); return now }
 	srv.hosts.maxFails = attempts + 10 // every attempt reaches the handshake
+	srv.hosts.prefixMaxFails = attempts + 10
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, ln, srv) }()
@@ -1185,9 +1248,9 @@ func TestLogThrottle(t *testing.T) {
 	assert.Equal(t, attempts-logBurst, srv.hosts.m["127.0.0.1"].log.suppressed)
 	srv.hosts.mu.Unlock()
 
-	_, err = handshake(dialFrom(t, "127.0.0.2", addr), "0123456789abcdef-guess")
+	_, err = handshake(dialFrom(t, "127.0.1.2", addr), "0123456789abcdef-guess")
 	require.ErrorContains(t, err, "authentication failed")
-	assert.Equal(t, 1, logged.count("127.0.0.2:"), "another address is logged")
+	assert.Equal(t, 1, logged.count("127.0.1.2:"), "an address of another prefix is logged")
 
 	clock.Lock()
 	now = now.Add(logSummaryEvery)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"net"
+	"net/netip"
 	"os"
 	"sort"
 	"sync"
@@ -164,15 +165,28 @@ func (p *pool) inUse() budget {
 }
 
 // Failed handshakes: after maxFails from one address within failWindow,
-// the address is refused for blockFor.
+// the address is refused for blockFor; after prefixMaxFails from the
+// addresses of one prefix (-prefix-v4, -prefix-v6: a /24 or a /64 by
+// default), the whole prefix is, so that a client cannot go on from the
+// next address of its range.
 const (
-	maxFails   = 5
-	failWindow = time.Minute
-	blockFor   = time.Minute
+	maxFails       = 5
+	prefixMaxFails = 4 * maxFails
+	failWindow     = time.Minute
+	blockFor       = time.Minute
+)
+
+// The default prefixes of the lockout and the log budget
+// (-prefix-v4, -prefix-v6): what one site or one host's IPv6 range
+// usually holds.
+const (
+	defaultPrefixV4 = 24
+	defaultPrefixV6 = 64
 )
 
 // Log lines about one address (its connections, handshakes and
-// sessions) are rate-limited by a token bucket kept with its entry:
+// sessions) are rate-limited by a token bucket kept with its entry, and
+// by one of its prefix's entry, shared by the prefix's addresses:
 // logBurst lines at once, then one every logEvery. The lines beyond are
 // counted, and sweep logs "N lines from HOST suppressed" once
 // logSummaryEvery has passed since the first of them (and serve, when it
@@ -209,14 +223,22 @@ const defaultMaxHosts = 4096
 const sweepEvery = time.Second
 
 // hosts counts connections, failed handshakes and log lines per remote
-// address, in a table of at most max addresses.
+// address, in a table of at most max addresses, and per prefix of
+// addresses ("192.0.2.0/24"), in a table of at most max prefixes. When
+// the prefixes' table is full, a new prefix is not tracked (its
+// addresses still are): the address table is what bounds a client.
 type hosts struct {
 	mu       sync.Mutex
 	perHost  int
 	max      int
+	prefixV4 int // bits of an IPv4 address's prefix; 32: none
+	prefixV6 int // bits of an IPv6 address's prefix; 128: none
 	m        map[string]*hostState
+	pm       map[string]*hostState // by prefix
 	now      func() time.Time
 	maxFails int
+	// prefixMaxFails is maxFails of a prefix (prefixMaxFails).
+	prefixMaxFails int
 	// other is the log bucket of the addresses refused because the
 	// table is full (they have no entry): one for all of them.
 	other logBucket
@@ -278,8 +300,31 @@ func (b *logBucket) quiet(now time.Time) bool {
 	return b.used == 0 && b.suppressed == 0
 }
 
-func newHosts(perHost, maxHosts int) *hosts {
-	return &hosts{perHost: perHost, max: maxHosts, m: map[string]*hostState{}, now: time.Now, maxFails: maxFails}
+func newHosts(perHost, maxHosts, prefixV4, prefixV6 int) *hosts {
+	return &hosts{perHost: perHost, max: maxHosts, prefixV4: prefixV4, prefixV6: prefixV6, m: map[string]*hostState{},
+		pm: map[string]*hostState{}, now: time.Now, maxFails: maxFails, prefixMaxFails: prefixMaxFails}
+}
+
+// prefixOf is the key of host's prefix ("192.0.2.0/24"), or "" when
+// host is no IP address or its prefix is the whole address.
+func (h *hosts) prefixOf(host string) string {
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return ""
+	}
+	a = a.Unmap().WithZone("")
+	bits := h.prefixV6
+	if a.Is4() {
+		bits = h.prefixV4
+	}
+	if bits >= a.BitLen() {
+		return ""
+	}
+	p, err := a.Prefix(bits)
+	if err != nil {
+		return ""
+	}
+	return p.String()
 }
 
 // hostOf is the address's IP (the whole string when it has no port).
@@ -294,13 +339,23 @@ func hostOf(a net.Addr) string {
 	return h
 }
 
-// admit counts a new connection from host, or refuses it.
+// admit counts a new connection from host, or refuses it: its address
+// or its prefix is blocked, it has -max-conns-per-host connections, or
+// the table has no room for it.
 func (h *hosts) admit(host string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
 	if st := h.m[host]; st != nil {
-		h.prune(host, st, now) // old failures out; an expired entry goes
+		h.prune(h.m, host, st, now) // old failures out; an expired entry goes
+	}
+	pfx := h.prefixOf(host)
+	ps := h.pm[pfx]
+	if ps != nil {
+		h.prune(h.pm, pfx, ps, now)
+		if now.Before(ps.blockedUntil) {
+			return fmt.Errorf("refused: %d failed handshakes from %s within %v; try again in %v", len(ps.fails), pfx, failWindow, ps.blockedUntil.Sub(now).Round(time.Second))
+		}
 	}
 	st, err := h.entry(host, now)
 	if err != nil {
@@ -314,6 +369,9 @@ func (h *hosts) admit(host string) error {
 		return fmt.Errorf("refused: %d connections from %s already (-max-conns-per-host %d)", st.conns, host, h.perHost)
 	}
 	st.conns++
+	if ps := h.prefixEntry(pfx, now); ps != nil {
+		ps.conns++ // kept while its addresses have connections
+	}
 	return nil
 }
 
@@ -325,7 +383,7 @@ func (h *hosts) entry(host string, now time.Time) (*hostState, error) {
 	}
 	if len(h.m) >= h.max {
 		for k, st := range h.m {
-			h.prune(k, st, now)
+			h.prune(h.m, k, st, now)
 		}
 	}
 	if len(h.m) >= h.max {
@@ -336,37 +394,75 @@ func (h *hosts) entry(host string, now time.Time) (*hostState, error) {
 	return st, nil
 }
 
+// prefixEntry is the entry of prefix pfx, made when missing if its table
+// has room; nil for no prefix ("") or no room. h.mu is held.
+func (h *hosts) prefixEntry(pfx string, now time.Time) *hostState {
+	if pfx == "" {
+		return nil
+	}
+	if ps := h.pm[pfx]; ps != nil {
+		return ps
+	}
+	if len(h.pm) >= h.max {
+		for k, ps := range h.pm {
+			h.prune(h.pm, k, ps, now)
+		}
+		if len(h.pm) >= h.max {
+			return nil
+		}
+	}
+	ps := &hostState{}
+	h.pm[pfx] = ps
+	return ps
+}
+
 // release ends a connection admitted for host.
 func (h *hosts) release(host string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := h.m[host]
-	if st == nil {
-		return
+	now := h.now()
+	if st := h.m[host]; st != nil {
+		st.conns--
+		h.prune(h.m, host, st, now)
 	}
-	st.conns--
-	h.prune(host, st, h.now())
+	pfx := h.prefixOf(host)
+	if ps := h.pm[pfx]; ps != nil && ps.conns > 0 {
+		ps.conns--
+		h.prune(h.pm, pfx, ps, now)
+	}
 }
 
-// fail records a failed handshake from host and tells how many there
-// were within failWindow, and whether host is now blocked. Host has an
-// entry (it was admitted); were the table full without one, the failure
-// would not be counted.
-func (h *hosts) fail(host string) (int, bool) {
+// fail records a failed handshake from host (and its prefix) and tells
+// how many there were from host within failWindow, and what is blocked
+// now: host, its prefix, or "" for nothing. Host has an entry (it was
+// admitted); were the table full without one, the failure would not be
+// counted.
+func (h *hosts) fail(host string) (int, string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := h.now()
 	st, err := h.entry(host, now)
 	if err != nil {
-		return 0, false
+		return 0, ""
+	}
+	blocked := ""
+	pfx := h.prefixOf(host)
+	if ps := h.prefixEntry(pfx, now); ps != nil {
+		ps.fails = append(ps.fails, now)
+		h.prune(h.pm, pfx, ps, now)
+		if len(ps.fails) >= h.prefixMaxFails {
+			ps.blockedUntil, blocked = now.Add(blockFor), pfx
+		}
 	}
 	st.fails = append(st.fails, now)
-	h.prune(host, st, now)
+	h.prune(h.m, host, st, now)
 	if len(st.fails) >= h.maxFails {
 		st.blockedUntil = now.Add(blockFor)
-		return len(st.fails), true
+		if blocked == "" {
+			blocked = host
+		}
 	}
-	return len(st.fails), false
+	return len(st.fails), blocked
 }
 
 // logLine tells whether a line about host may be logged now (its log
@@ -375,11 +471,21 @@ func (h *hosts) fail(host string) (int, bool) {
 func (h *hosts) logLine(host string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	b := &h.other
-	if st := h.m[host]; st != nil {
-		b = &st.log
+	now := h.now()
+	st := h.m[host]
+	if st == nil {
+		return h.other.allow(now)
 	}
-	return b.allow(h.now())
+	// The address's bucket first: one address's flood is summed up under
+	// its name; the prefix's then holds back many addresses of one
+	// range, each with a full bucket of its own.
+	if !st.log.allow(now) {
+		return false
+	}
+	if ps := h.pm[h.prefixOf(host)]; ps != nil {
+		return ps.log.allow(now)
+	}
+	return true
 }
 
 // sweep drops the expired entries and returns the summaries of
@@ -389,11 +495,13 @@ func (h *hosts) sweep(all bool) []string {
 	defer h.mu.Unlock()
 	now := h.now()
 	var lines []string
-	for host, st := range h.m {
-		if n := st.log.summary(now, all); n > 0 {
-			lines = append(lines, fmt.Sprintf("%d lines from %s suppressed (more than %d at once or one per %v)", n, host, logBurst, logEvery))
+	for _, m := range []map[string]*hostState{h.m, h.pm} {
+		for key, st := range m {
+			if n := st.log.summary(now, all); n > 0 {
+				lines = append(lines, fmt.Sprintf("%d lines from %s suppressed (more than %d at once or one per %v)", n, key, logBurst, logEvery))
+			}
+			h.prune(m, key, st, now)
 		}
-		h.prune(host, st, now)
 	}
 	sort.Strings(lines)
 	if n := h.other.summary(now, all); n > 0 {
@@ -402,22 +510,23 @@ func (h *hosts) sweep(all bool) []string {
 	return lines
 }
 
-// size is the number of entries.
+// size is the number of entries, of addresses and of prefixes.
 func (h *hosts) size() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.m)
+	return len(h.m) + len(h.pm)
 }
 
-// prune forgets failures older than failWindow, and host when nothing of
-// it is left (see defaultMaxHosts); h.mu is held.
-func (h *hosts) prune(host string, st *hostState, now time.Time) {
+// prune forgets failures older than failWindow, and host (an address
+// of m, or a prefix) when nothing of it is left (see defaultMaxHosts);
+// h.mu is held.
+func (h *hosts) prune(m map[string]*hostState, host string, st *hostState, now time.Time) {
 	i := 0
 	for i < len(st.fails) && now.Sub(st.fails[i]) > failWindow {
 		i++
 	}
 	st.fails = st.fails[i:]
 	if st.conns == 0 && len(st.fails) == 0 && !now.Before(st.blockedUntil) && st.log.quiet(now) {
-		delete(h.m, host)
+		delete(m, host)
 	}
 }

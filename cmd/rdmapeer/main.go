@@ -113,6 +113,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.IntVar(&l.perHost, "max-conns-per-host", l.perHost, "connections per remote address, handshakes included")
 	fs.IntVar(&l.conns, "max-conns", l.conns, "connections from all addresses together, handshakes included (more are closed unanswered)")
 	fs.IntVar(&l.hosts, "max-hosts", l.hosts, "remote addresses tracked at once (connections, recent failed handshakes, blocks, log budgets); a new address beyond is refused")
+	fs.IntVar(&l.prefixV4, "prefix-v4", l.prefixV4, "bits of the IPv4 prefix whose addresses share a lockout and a log budget, as well as each address's own (32: per address only)")
+	fs.IntVar(&l.prefixV6, "prefix-v6", l.prefixV6, "bits of the IPv6 prefix whose addresses share a lockout and a log budget, as well as each address's own (128: per address only)")
 	fs.DurationVar(&l.hello, "hello-timeout", l.hello, "deadline of a client's handshake")
 	fs.DurationVar(&l.idle, "idle", l.idle, "drop a client that sends nothing for this long while its scenario runs")
 	fs.IntVar(&l.client.QPs, "max-qps", l.client.QPs, "QPs per client")
@@ -152,6 +154,12 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	positive("max-conns-per-host", int64(l.perHost))
 	positive("max-conns", int64(l.conns))
 	positive("max-hosts", int64(l.hosts))
+	if l.prefixV4 < 8 || l.prefixV4 > 32 {
+		errs = append(errs, fmt.Errorf("-prefix-v4 %d: want 8..32 bits", l.prefixV4))
+	}
+	if l.prefixV6 < 16 || l.prefixV6 > 128 {
+		errs = append(errs, fmt.Errorf("-prefix-v6 %d: want 16..128 bits", l.prefixV6))
+	}
 	totals := l.total.items(l.total, "total")
 	for i, it := range l.client.items(l.total, "max") {
 		positive(strings.TrimPrefix(it.flag, "-"), it.ask)

@@ -24,6 +24,9 @@ type limits struct {
 	perHost int // connections per remote address, handshakes included
 	conns   int // connections from all addresses together, handshakes included
 	hosts   int // remote addresses tracked at once (see defaultMaxHosts)
+	// prefixV4, prefixV6: the prefixes sharing a lockout and a log
+	// budget (see prefixMaxFails).
+	prefixV4, prefixV6 int
 	hello   time.Duration
 	idle    time.Duration
 	client  budget // per session
@@ -33,7 +36,7 @@ type limits struct {
 // defaultLimits are the flags' defaults: safe on a shared node (see the
 // README's Security section).
 var defaultLimits = limits{
-	clients: 4, perHost: 4, conns: 64, hosts: defaultMaxHosts, hello: 5 * time.Second, idle: 10 * time.Minute,
+	clients: 4, perHost: 4, conns: 64, hosts: defaultMaxHosts, prefixV4: defaultPrefixV4, prefixV6: defaultPrefixV6, hello: 5 * time.Second, idle: 10 * time.Minute,
 	client: budget{QPs: 16, WRs: 32768, CQEs: 65536, Mem: 64 << 20},
 	total:  budget{QPs: 64, WRs: 131072, CQEs: 262144, Mem: 256 << 20},
 }
@@ -65,7 +68,7 @@ type server struct {
 
 func newServer(dev device, token string, lim limits) *server {
 	return &server{dev: dev, token: token, lim: lim, slots: make(chan struct{}, lim.clients),
-		pool: pool{total: lim.total}, hosts: newHosts(lim.perHost, lim.hosts), logf: log.Printf}
+		pool: pool{total: lim.total}, hosts: newHosts(lim.perHost, lim.hosts, lim.prefixV4, lim.prefixV6), logf: log.Printf}
 }
 
 // errShutdown ends the sessions when the peer stops.
@@ -325,8 +328,8 @@ func (c *session) authFailed(ctx context.Context, err error) error {
 	}
 	n, blocked := c.s.hosts.fail(c.host)
 	note := ""
-	if blocked {
-		note = fmt.Sprintf("; %s refused for %v", c.host, blockFor)
+	if blocked != "" {
+		note = fmt.Sprintf("; %s refused for %v", blocked, blockFor)
 	}
 	c.s.logHost(c.host, "%s (client %q): failed handshake (%d from this address within %v%s): %s", c.who, c.client, n, failWindow, note, oneLine(err))
 	c.logged = true
