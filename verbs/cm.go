@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -88,6 +89,9 @@ var (
 	// ErrCMUC: UC QPs cannot be connected through rdma_cm (it has no port
 	// space for them).
 	ErrCMUC = errors.New("verbs: UC cannot be connected through rdma_cm")
+	// ErrCMInterrupted: a listener's wait for a request was ended by its
+	// Interrupt.
+	ErrCMInterrupted = errors.New("verbs: rdma_cm: accept interrupted")
 )
 
 // CM events (enum rdma_cm_event_type) as they appear in CMError.Event.
@@ -269,9 +273,10 @@ type UDPeer struct {
 
 // CMListener listens for connection requests through rdma_cm (ListenCM).
 type CMListener struct {
-	ps   PortSpace
-	addr netip.AddrPort // with the bound port
-	c    cCMListener
+	ps        PortSpace
+	addr      netip.AddrPort // with the bound port
+	c         cCMListener
+	interrupt atomic.Bool // Interrupt was called
 }
 
 // CMConn is one QP's connection made through rdma_cm (DialCM,
@@ -378,11 +383,22 @@ func (l *CMListener) AcceptFrom(qp *QP, remoteQPN uint32, deadline time.Time) (*
 		return nil, closedErr("rdma_cm listener")
 	}
 	conn := &CMConn{qp: qp, ps: l.ps, local: l.addr}
-	if err := l.c.accept(conn, remoteQPN, deadline); err != nil {
+	if err := l.c.accept(conn, remoteQPN, deadline, &l.interrupt); err != nil {
 		return nil, err
 	}
 	return conn, nil
 }
+
+// Interrupt ends an Accept waiting for a request, within
+// cmInterruptEvery, and every later one at once, with ErrCMInterrupted:
+// the owner of a listener whose client left need not wait out the
+// deadline. A request already being accepted finishes that step by its
+// deadline. Safe from any goroutine, while an Accept runs; Close is
+// still the owner's, after Accept returned.
+func (l *CMListener) Interrupt() { l.interrupt.Store(true) }
+
+// cmInterruptEvery is how often a listener's wait looks at Interrupt.
+const cmInterruptEvery = 100 * time.Millisecond
 
 // Close stops listening: requests not yet accepted are rejected, and the
 // rdma_cm id and event channel are released.

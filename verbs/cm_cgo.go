@@ -299,6 +299,7 @@ import "C"
 import (
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -314,6 +315,9 @@ type cmChannel struct {
 	chID uint64 // registry IDs (0: not open)
 	idID uint64
 	ud   bool // the id's events carry UD parameters
+	// stop, when set (a listener's accept), ends a wait at once when
+	// true: CMListener.Interrupt.
+	stop *atomic.Bool
 }
 
 type cCMListener struct {
@@ -384,8 +388,15 @@ func (c *cmChannel) next(op string, addr netip.AddrPort, deadline time.Time, wha
 		if left <= 0 {
 			return ev, cmTimeout(op, addr, what)
 		}
+		wait := msUntil(deadline)
+		if c.stop != nil {
+			if c.stop.Load() {
+				return ev, fmt.Errorf("verbs: rdma_cm %s on %s: waiting for %s: %w", op, addr, what, ErrCMInterrupted)
+			}
+			wait = min(wait, int(cmInterruptEvery.Milliseconds()))
+		}
 		fds := []unix.PollFd{{Fd: int32(c.ch.fd), Events: unix.POLLIN}}
-		if _, err := unix.Poll(fds, msUntil(deadline)); err != nil && err != unix.EINTR {
+		if _, err := unix.Poll(fds, wait); err != nil && err != unix.EINTR {
 			return ev, cmCallError(op, addr, "poll", err.(syscall.Errno))
 		}
 	}
@@ -541,7 +552,9 @@ func cmListen(addr netip.AddrPort, ps PortSpace) (l cCMListener, bound netip.Add
 	return l, bound, nil
 }
 
-func (l *cCMListener) accept(conn *CMConn, from uint32, deadline time.Time) error {
+func (l *cCMListener) accept(conn *CMConn, from uint32, deadline time.Time, stop *atomic.Bool) error {
+	l.stop = stop
+	defer func() { l.stop = nil }()
 	for {
 		// Only requests come to a listener's channel (each accepted id
 		// moves to a channel of its own): anything else ends the wait.

@@ -301,6 +301,39 @@ func TestCMAcceptDeadline(t *testing.T) {
 	assert.Empty(t, liveCM())
 }
 
+// TestCMAcceptInterrupt: Interrupt ends an Accept waiting far from its
+// deadline within cmInterruptEvery (100 ms, plus scheduling), and a
+// later one at once, with ErrCMInterrupted.
+func TestCMAcceptInterrupt(t *testing.T) {
+	dev := openDevice(t)
+	pd, err := dev.AllocPD()
+	require.NoError(t, err)
+	closeLater(t, pd)
+	b := cmSide(t, dev, pd, verbs.TransportRC)
+	l, err := verbs.ListenCM(netip.AddrPortFrom(cmAddr(t, dev), 0), verbs.PortSpaceTCP)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Accept(b.qp, time.Now().Add(time.Minute))
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	l.Interrupt()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, verbs.ErrCMInterrupted)
+		t.Logf("%v, %v after Interrupt", err, time.Since(start).Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		t.Fatal("Accept still waiting 5 s after Interrupt")
+	}
+	assert.Less(t, time.Since(start), time.Second)
+	_, err = l.Accept(b.qp, time.Now().Add(time.Minute))
+	assert.ErrorIs(t, err, verbs.ErrCMInterrupted, "a later Accept")
+	require.NoError(t, l.Close())
+	assert.Empty(t, liveCM())
+}
+
 func TestCMRefusesUC(t *testing.T) {
 	dev := openDevice(t)
 	pd, err := dev.AllocPD()

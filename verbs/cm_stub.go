@@ -4,6 +4,7 @@ package verbs
 
 import (
 	"net/netip"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,8 +22,10 @@ func cmListen(netip.AddrPort, PortSpace) (cCMListener, netip.AddrPort, error) {
 
 func cmDial(*CMConn, time.Time) error { return ErrNotSupported }
 
-func (cCMListener) closed() bool                            { return true }
-func (cCMListener) accept(*CMConn, uint32, time.Time) error { return ErrNotSupported }
-func (cCMListener) close() error                            { return nil }
-func (cCMConn) disconnect(*CMConn) error                    { return ErrNotSupported }
-func (cCMConn) close(*CMConn, time.Time) error              { return nil }
+func (cCMListener) closed() bool { return true }
+func (cCMListener) accept(*CMConn, uint32, time.Time, *atomic.Bool) error {
+	return ErrNotSupported
+}
+func (cCMListener) close() error               { return nil }
+func (cCMConn) disconnect(*CMConn) error       { return ErrNotSupported }
+func (cCMConn) close(*CMConn, time.Time) error { return nil }
