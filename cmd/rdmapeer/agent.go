@@ -12,8 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
+		"time"
 
 	"github.com/rdmabench/rdmabench/cmd/internal/nodes"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
@@ -126,45 +125,6 @@ func (c *session) serveRun(ctx context.Context, a *agent, req *oob.Run) error {
 	}
 	c.writeDeadline(step)
 	return oob.WriteFrame(c.conn, oob.MsgRunDone, &oob.RunDone{})
-}
-
-// errClientLeft ends a Run whose client closed its connection, or sent
-// anything, while it ran: a client says nothing between its Run and
-// RunDone.
-var errClientLeft = errors.New("the client left during the run")
-
-// watchClient reads the connection while a Run runs (the client sends
-// nothing then) and calls cancel as soon as the read returns: the
-// client closed it, reset it or broke the protocol, so the run is ended
-// in its loops instead of holding the agent busy. The function it
-// returns stops the watch and waits for it.
-func (c *session) watchClient(cancel context.CancelCauseFunc) (stop func()) {
-	c.mu.Lock()
-	if !c.stopping {
-		c.conn.SetReadDeadline(time.Time{}) // the writes set theirs alone
-	}
-	c.mu.Unlock()
-	var quit atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		var b [1]byte
-		_, err := c.conn.Read(b[:])
-		if quit.Load() {
-			return
-		}
-		if err == nil {
-			err = errors.New("it sent data")
-		}
-		cancel(fmt.Errorf("%w (%v)", errClientLeft, err))
-	}()
-	return func() {
-		quit.Store(true)
-		c.mu.Lock()
-		c.conn.SetReadDeadline(time.Now()) // unblocks the read
-		c.mu.Unlock()
-		<-done
-	}
 }
 
 // checkRun tells why req is outside the agent's bounds: a destination

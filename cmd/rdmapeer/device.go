@@ -26,6 +26,9 @@ type device interface {
 type passive interface {
 	SetupOK() *oob.SetupOK
 	Start() error
+	// Interrupt ends Start's wait for the client's rdma_cm connections
+	// (the client left); safe while Start runs.
+	Interrupt()
 	// CPU is the CPU the started role's loop is pinned to; -1: none.
 	CPU() int
 	// StopExpect ends the role, a program after up to expect receives.

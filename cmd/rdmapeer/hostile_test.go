@@ -103,6 +103,8 @@ type fakePassive struct {
 func (p *fakePassive) SetupOK() *oob.SetupOK { return &p.ok }
 func (p *fakePassive) CPU() int              { return -1 }
 
+func (p *fakePassive) Interrupt() {}
+
 func (p *fakePassive) Start() error {
 	if p.f.panicOn == "start" {
 		panic("fake: start")

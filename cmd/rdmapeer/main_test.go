@@ -339,3 +339,42 @@ func TestAgentRunEndsOnDevice(t *testing.T) {
 		})
 	}
 }
+
+// TestPeerCMClientLeavesOnDevice: an rdma_cm session whose client leaves
+// before it connects — after SetupOK, or after Start while the peer
+// waits for its connections — is released within seconds, its slot and
+// budget given back, instead of holding them for -idle (a minute here)
+// while the accept waits out its deadline without reading the
+// connection (issue #46).
+func TestPeerCMClientLeavesOnDevice(t *testing.T) {
+	d := rdmatest.Device(t)
+	for _, tc := range []struct {
+		name  string
+		start bool
+	}{
+		{"before Start", false},
+		{"during Start", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, srv := startPeer(t, d, testToken, testLimits)
+			c := dialAuth(t, addr, testToken)
+			req := onDevice(d, writeEchoSetup())
+			req.CM = true
+			require.NoError(t, setup(c, req))
+			if tc.start {
+				require.NoError(t, oob.WriteFrame(c, oob.MsgStart, &oob.Start{}))
+				time.Sleep(500 * time.Millisecond) // the peer waits in the accept by then
+			}
+			t0 := time.Now()
+			require.NoError(t, c.Close())
+			for srv.pool.inUse() != (budget{}) || srv.failed.Load() == 0 {
+				require.Less(t, time.Since(t0), 30*time.Second, "the session still holds its budget")
+				time.Sleep(10 * time.Millisecond)
+			}
+			took := time.Since(t0)
+			t.Logf("released %v after the client left", took)
+			assert.Less(t, took, 2*time.Second)
+			waitReleased(t, d)
+		})
+	}
+}

@@ -244,6 +244,47 @@ func (c *session) writeDeadline(d time.Duration) {
 	}
 }
 
+// errClientLeft ends what a session waits on when its client closed
+// the connection, or sent anything, while it was to say nothing: during
+// an agent's Run (until RunDone) and a passive side's Start (until
+// Started).
+var errClientLeft = errors.New("the client left")
+
+// watchClient reads the connection while the session works and the
+// client is to send nothing, and calls left as soon as the read returns:
+// the client closed it, reset it or broke the protocol, so the work is
+// ended instead of holding the session's slot and budget. The writes
+// meanwhile set write deadlines only (writeDeadline), so the read keeps
+// none. The function it returns stops the watch and waits for it.
+func (c *session) watchClient(left func(cause error)) (stop func()) {
+	c.mu.Lock()
+	if !c.stopping {
+		c.conn.SetReadDeadline(time.Time{})
+	}
+	c.mu.Unlock()
+	var quit atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var b [1]byte
+		_, err := c.conn.Read(b[:])
+		if quit.Load() {
+			return
+		}
+		if err == nil {
+			err = errors.New("it sent data")
+		}
+		left(fmt.Errorf("%w (%v)", errClientLeft, err))
+	}()
+	return func() {
+		quit.Store(true)
+		c.mu.Lock()
+		c.conn.SetReadDeadline(time.Now()) // unblocks the read
+		c.mu.Unlock()
+		<-done
+	}
+}
+
 // run does the handshake, takes a client slot, and serves the scenario.
 // A panic ends the session with an error (and the client is told), not
 // the daemon.
@@ -421,9 +462,19 @@ func (c *session) serveSetup(ctx context.Context, req *oob.Setup) (err error) {
 		}
 		return c.fail(ctx, err)
 	}
-	if err := p.Start(); err != nil {
+	// Start waits for the client's rdma_cm connections, if any: a client
+	// that leaves meanwhile ends the wait.
+	var left atomic.Pointer[error]
+	stopWatch := c.watchClient(func(cause error) { left.Store(&cause); p.Interrupt() })
+	err = p.Start()
+	stopWatch()
+	if cause := left.Load(); cause != nil && err != nil {
+		err = fmt.Errorf("%w: %w", *cause, err)
+	}
+	if err != nil {
 		return c.fail(ctx, err)
 	}
+	c.deadline(step)
 	if err := oob.WriteFrame(conn, oob.MsgStarted, &oob.Started{}); err != nil {
 		return c.fail(ctx, err)
 	}

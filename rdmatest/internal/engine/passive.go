@@ -36,6 +36,7 @@ type Passive struct {
 	setup     oob.SetupOK
 	accepted  chan error // through rdma_cm: the accepts' result (acceptCM), read once by waitCM
 	cmErr     error
+	listener  *verbs.CMListener // through rdma_cm: the accepts' listener (Interrupt)
 	// program is side B's program (role "program"); own marks a pattern
 	// of one's own (a program, or a target with an access list): its
 	// memory starts zeroed, as a local side B's does.
@@ -263,7 +264,8 @@ func (p *Passive) Close() error {
 		_, err = p.Stop()
 	}
 	if p.accepted != nil {
-		_ = p.waitCM() // the accepts end by their deadline; their error was the session's
+		p.Interrupt() // nobody will start it now
+		_ = p.waitCM() // their error was the session's
 	}
 	if p.side != nil {
 		for _, qp := range p.side.QPs {
@@ -292,6 +294,7 @@ func (p *Passive) acceptCM(d *Dev, pd *verbs.PD, remote []verbs.Endpoint, target
 		return fmt.Errorf("rdmatest: rdma_cm: %w", err)
 	}
 	p.setup.CMAddr = l.Addr().String()
+	p.listener = l
 	conns := &cmConns{timeout: p.timeout}
 	p.res.Add(conns) // after the QPs: closed before them
 	p.accepted = make(chan error, 1)
@@ -313,6 +316,17 @@ func (p *Passive) acceptCM(d *Dev, pd *verbs.PD, remote []verbs.Endpoint, target
 		p.accepted <- nil
 	}()
 	return nil
+}
+
+// Interrupt ends a pending rdma_cm accept (the client left, or never
+// dials): Start then returns at once with its error, and Close does not
+// wait out the accept's deadline (-idle in rdmapeer). A request already
+// being accepted finishes that step first. Safe from any goroutine while
+// Start runs; without rdma_cm it does nothing.
+func (p *Passive) Interrupt() {
+	if p.listener != nil {
+		p.listener.Interrupt()
+	}
 }
 
 // waitCM waits for acceptCM's goroutine (nil without rdma_cm) and
