@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-		"time"
+	"time"
 
 	"github.com/rdmabench/rdmabench/cmd/internal/nodes"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"

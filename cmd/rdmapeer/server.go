@@ -27,10 +27,10 @@ type limits struct {
 	// prefixV4, prefixV6: the prefixes sharing a lockout and a log
 	// budget (see prefixMaxFails).
 	prefixV4, prefixV6 int
-	hello   time.Duration
-	idle    time.Duration
-	client  budget // per session
-	total   budget // all sessions together
+	hello              time.Duration
+	idle               time.Duration
+	client             budget // per session
+	total              budget // all sessions together
 }
 
 // defaultLimits are the flags' defaults: safe on a shared node (see the

@@ -264,7 +264,7 @@ func (p *Passive) Close() error {
 		_, err = p.Stop()
 	}
 	if p.accepted != nil {
-		p.Interrupt() // nobody will start it now
+		p.Interrupt()  // nobody will start it now
 		_ = p.waitCM() // their error was the session's
 	}
 	if p.side != nil {
