@@ -28,7 +28,7 @@
 //	-rdma.gid N         RDMA_GID_INDEX  GID index; default -1 = best GID (RoCE v2, IPv4-mapped, not link-local)
 //	-rdma.timeout D     RDMA_TIMEOUT    deadline for every single wait (default 10s)
 //	-rdma.cpus LIST     RDMA_CPUS       CPUs for the timed loops, requester first (default: the device's NUMA node)
-//	-rdma.hlog DIR      RDMA_HLOG_DIR   write every latency histogram as an HdrHistogram .hlog file in DIR
+//	-rdma.hlog DIR      RDMA_HLOG_DIR   write every latency histogram as an HdrHistogram .hlog file in DIR (cycle histograms in DIR/cycles)
 //	                                    (made if missing; Main refuses an unwritable one before any benchmark)
 //	-rdma.peer H:P      RDMA_PEER       an rdmapeer on another host plays side B
 //	-rdma.peer-token T  RDMA_PEER_TOKEN the secret that peer requires

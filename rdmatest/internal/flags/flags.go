@@ -161,7 +161,7 @@ func RegisterDevice(fs *flag.FlagSet) {
 // the values (Opts reads what the last one parsed set).
 func Register(fs *flag.FlagSet) {
 	RegisterDevice(fs)
-	fs.StringVar(flagHlog, "rdma.hlog", *flagHlog, "directory for HdrHistogram .hlog files, one per benchmark [RDMA_HLOG_DIR]")
+	fs.StringVar(flagHlog, "rdma.hlog", *flagHlog, "directory for HdrHistogram .hlog files, one per benchmark; the latency families' cycle histograms (perftest's sample) go to its cycles/ [RDMA_HLOG_DIR]")
 	fs.StringVar(flagPeer, "rdma.peer", *flagPeer, "host:port of an rdmapeer that plays the passive side on another host [RDMA_PEER]")
 	fs.StringVar(flagToken, "rdma.peer-token", *flagToken, "shared secret the peer requires (on the command line ps shows it: prefer the file or the environment) [RDMA_PEER_TOKEN]")
 	fs.StringVar(flagTokenF, "rdma.peer-token-file", *flagTokenF, "file holding the shared secret the peer requires [RDMA_PEER_TOKEN_FILE]")

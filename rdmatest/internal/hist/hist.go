@@ -161,29 +161,47 @@ var CyclePercentiles = []struct {
 
 // ReportCycles reports the cycle percentiles of r (cycle-p50-ns,
 // cycle-p99-ns) on b. A run of one round trip has no cycle and reports
-// none; samples beyond the histogram's range fail b.
+// none; samples beyond the histogram's range fail b. With -rdma.hlog
+// DIR the cycle histogram goes to DIR/CyclesDir/<benchmark name>.hlog
+// (perftest's sample, for calibrate -phases), held as ReportLatencyHeld
+// holds its interval: it is called from a b.N benchmark.
 func ReportCycles(b *testing.B, r *Recorder) {
 	b.Helper()
-	if r == nil || r.Count() == 0 {
-		return
+	if r != nil && r.Count() == 0 {
+		r = nil
 	}
-	if r.overflow > 0 {
+	if r != nil && r.overflow > 0 {
 		b.Fatalf("rdmatest: %d cycle samples exceeded the histogram's 100 s range", r.overflow)
 	}
-	for _, p := range CyclePercentiles {
-		b.ReportMetric(float64(r.Quantile(p.P)), p.Unit)
+	if r != nil {
+		for _, p := range CyclePercentiles {
+			b.ReportMetric(float64(r.Quantile(p.P)), p.Unit)
+		}
+	}
+	if o, _ := flags.Opts(); o.HlogDir != "" && b.Name() != "" {
+		if err := holdHlog(filepath.Join(o.HlogDir, CyclesDir), b.Name(), b.N, r); err != nil {
+			b.Errorf("rdmatest: %v", err)
+		}
 	}
 }
 
+// CyclesDir is the subdirectory of -rdma.hlog that holds the cycle
+// histograms (ReportCycles): apart, so that the latency .hlog files of
+// the directory stay one per benchmark.
+const CyclesDir = "cycles"
+
 var (
 	hlogMu sync.Mutex
-	// held is the interval of the last call of a b.N benchmark, not yet
-	// written (holdHlog).
-	held struct {
-		dir, name string
-		r         *Recorder
-	}
+	// held is, per directory, the interval of the last call of a b.N
+	// benchmark, not yet written (holdHlog).
+	held = map[string]heldInterval{}
 )
+
+// heldInterval is an interval holdHlog keeps back.
+type heldInterval struct {
+	name string
+	r    *Recorder
+}
 
 // holdHlog keeps r as the pending interval of benchmark name, called with
 // n = b.N on every call of a b.N benchmark. A run of such a benchmark
@@ -194,35 +212,39 @@ func holdHlog(dir, name string, n int, r *Recorder) error {
 	hlogMu.Lock()
 	defer hlogMu.Unlock()
 	var err error
-	if n == 1 || held.name != name {
-		err = flushHeldLocked()
+	if h := held[dir]; n == 1 || h.name != name {
+		err = flushHeldLocked(dir)
 	}
 	if r != nil {
-		held.dir, held.name, held.r = dir, name, r
+		held[dir] = heldInterval{name: name, r: r}
 	}
 	return err
 }
 
-// FlushHlog writes the interval holdHlog still holds, if any. The
+// FlushHlog writes the intervals holdHlog still holds, if any. The
 // engine's Main calls it after the tests and benchmarks.
 func FlushHlog() error {
 	hlogMu.Lock()
 	defer hlogMu.Unlock()
-	return flushHeldLocked()
+	var errs []error
+	for dir := range held {
+		errs = append(errs, flushHeldLocked(dir))
+	}
+	return errors.Join(errs...)
 }
 
-// flushHeldLocked writes the held interval, if any, and forgets it. It
+// flushHeldLocked writes dir's held interval, if any, and forgets it. It
 // runs when the next benchmark reports and at the end (FlushHlog, from
-// the engine's Main), so an error names the benchmark whose interval was lost: at the
-// first, it is not the one that reports it.
-func flushHeldLocked() error {
-	if held.r == nil {
+// the engine's Main), so an error names the benchmark whose interval was
+// lost: at the first, it is not the one that reports it.
+func flushHeldLocked(dir string) error {
+	h, ok := held[dir]
+	if !ok {
 		return nil
 	}
-	err := writeHlogLocked(held.dir, held.name, held.r)
-	held.r = nil
-	if err != nil {
-		return fmt.Errorf("the last interval of %s was not written: %w", held.name, err)
+	delete(held, dir)
+	if err := writeHlogLocked(dir, h.name, h.r); err != nil {
+		return fmt.Errorf("the last interval of %s was not written: %w", h.name, err)
 	}
 	return nil
 }

@@ -98,3 +98,25 @@ func TestHlogDirChecked(t *testing.T) {
 	assert.Contains(t, err.Error(), "-rdma.hlog")
 	assert.Contains(t, err.Error(), "results.txt/sub")
 }
+
+// Two directories (the latency histograms and their cycles/) hold their
+// intervals apart: the same calls keep one each, and FlushHlog writes
+// both.
+func TestHoldHlogPerDirectory(t *testing.T) {
+	dir := t.TempDir()
+	cyc := filepath.Join(dir, CyclesDir)
+	t.Cleanup(func() { _ = FlushHlog() })
+	for _, s := range []struct {
+		n       int
+		lat, cy *Recorder
+	}{
+		{1, recorderOf(1), nil}, // the probe: one round trip, no cycle
+		{500, recorderOf(500), recorderOf(499)},
+	} {
+		require.NoError(t, holdHlog(dir, "BenchmarkWriteLat/size=8", s.n, s.lat))
+		require.NoError(t, holdHlog(cyc, "BenchmarkWriteLat/size=8", s.n, s.cy))
+	}
+	require.NoError(t, FlushHlog())
+	assert.Equal(t, []int64{500}, hlogCounts(t, filepath.Join(dir, "BenchmarkWriteLat_size=8.hlog")))
+	assert.Equal(t, []int64{499}, hlogCounts(t, filepath.Join(cyc, "BenchmarkWriteLat_size=8.hlog")))
+}
