@@ -21,6 +21,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -29,11 +30,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // phasePerftest is the tool name of perftest's files in a -phases
 // directory.
 const phasePerftest = "perftest"
+
+// aaRow is printPhases' row of perftest against its next round.
+const aaRow = "\x00perftest-next"
 
 // minPhaseShare is the least share of a run's samples a phase needs for
 // its level to count in that run.
@@ -157,6 +163,31 @@ func readControlDist(r io.Reader) (dist, error) {
 	return newDist(s), nil
 }
 
+// readHlogDist reads an .hlog file's intervals, merged (µs): the cycle
+// histogram a benchmark wrote under -rdma.hlog DIR/cycles.
+func readHlogDist(r io.Reader) (dist, error) {
+	rd := hdrhistogram.NewHistogramLogReader(r)
+	var s []weighted
+	for {
+		h, err := rd.NextIntervalHistogram()
+		if err != nil {
+			return dist{}, err
+		}
+		if h == nil {
+			break
+		}
+		for _, b := range h.Distribution() {
+			if b.Count > 0 {
+				s = append(s, weighted{float64(b.To) / 1000, b.Count})
+			}
+		}
+	}
+	if len(s) == 0 {
+		return dist{}, errors.New("no samples in the .hlog file")
+	}
+	return newDist(s), nil
+}
+
 // phaseRuns are a -phases directory's runs: per tool, per round.
 type phaseRuns struct {
 	tools  []string // perftest first, then the others sorted
@@ -164,20 +195,28 @@ type phaseRuns struct {
 	runs   map[string]map[int]dist
 }
 
-// loadPhases reads every TOOL.ROUND.txt in dir.
+// loadPhases reads every TOOL.ROUND.txt (perftest's -U output, or a
+// cping -S output) and TOOL.ROUND.hlog (a benchmark's cycle histogram)
+// in dir.
 func loadPhases(dir string) (*phaseRuns, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
 	if err != nil {
 		return nil, err
 	}
+	hlogs, err := filepath.Glob(filepath.Join(dir, "*.hlog"))
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, hlogs...)
 	pr := &phaseRuns{runs: map[string]map[int]dist{}}
 	rounds := map[int]bool{}
 	for _, f := range files {
-		base := strings.TrimSuffix(filepath.Base(f), ".txt")
+		ext := filepath.Ext(f)
+		base := strings.TrimSuffix(filepath.Base(f), ext)
 		dot := strings.LastIndexByte(base, '.')
 		round, err := strconv.Atoi(base[dot+1:])
 		if dot <= 0 || err != nil || round < 0 {
-			return nil, fmt.Errorf("%s: want a name TOOL.ROUND.txt (ROUND a number ≥ 0)", f)
+			return nil, fmt.Errorf("%s: want a name TOOL.ROUND%s (ROUND a number ≥ 0)", f, ext)
 		}
 		tool := base[:dot]
 		fh, err := os.Open(f)
@@ -185,9 +224,12 @@ func loadPhases(dir string) (*phaseRuns, error) {
 			return nil, err
 		}
 		var d dist
-		if tool == phasePerftest {
+		switch {
+		case ext == ".hlog":
+			d, err = readHlogDist(fh)
+		case tool == phasePerftest:
 			d, err = readPerftestSamples(fh)
-		} else {
+		default:
 			d, err = readControlDist(fh)
 		}
 		fh.Close()
@@ -278,12 +320,26 @@ func printPhases(w io.Writer, pr *phaseRuns, bounds []float64) {
 		fmt.Fprintf(w, "  %-12s %2d runs  %s; p50 median of runs %.2f µs\n", tool, len(p50s), strings.Join(cells, "; "), median(p50s))
 	}
 	base := pr.runs[phasePerftest]
-	for _, tool := range pr.tools[1:] {
+	// perftest against itself: each round against the next one, the same
+	// statistics (its A/A: how far the ratios scatter with no difference
+	// between the tools).
+	next := map[int]dist{}
+	for i, r := range pr.rounds[:max(len(pr.rounds)-1, 0)] {
+		if d, ok := base[pr.rounds[i+1]]; ok {
+			next[r] = d
+		}
+	}
+	rows := append([]string{aaRow}, pr.tools[1:]...)
+	for _, tool := range rows {
+		runs, label := pr.runs[tool], tool+" / perftest, same round"
+		if tool == aaRow {
+			runs, label = next, "perftest / perftest, next round (A/A)"
+		}
 		levels := make([][]float64, len(edges)-1) // per phase, one ratio per round where both had it
 		var p50 []float64
 		for _, r := range pr.rounds {
 			a, okA := base[r]
-			b, okB := pr.runs[tool][r]
+			b, okB := runs[r]
 			if !okA || !okB {
 				continue
 			}
@@ -300,7 +356,7 @@ func printPhases(w io.Writer, pr *phaseRuns, bounds []float64) {
 		for i, ratios := range levels {
 			cells = append(cells, fmt.Sprintf("%s %s", name(i), ratioSpread(ratios)))
 		}
-		fmt.Fprintf(w, "  %s / perftest, same round: levels %s; p50 %s\n", tool, strings.Join(cells, ", "), ratioSpread(p50))
+		fmt.Fprintf(w, "  %s: levels %s; p50 %s\n", label, strings.Join(cells, ", "), ratioSpread(p50))
 	}
 }
 

@@ -137,6 +137,9 @@ func TestPhases(t *testing.T) {
 		// to 0.1% high: 11.503 / 11); the p50 of round 1 almost twice
 		// perftest's (21.5 against 11), because of the shares.
 		"cping / perftest, same round: levels 0–14 µs 1.046 (1, 1.05–1.05), ≥ 14 µs 1.024 (2, 1.02–1.02); p50 1.489 (2, 1.02–1.95)",
+		// perftest's round 2 against its round 1: no fast phase in
+		// round 2, the slow level the same, the p50 21 against 11.
+		"perftest / perftest, next round (A/A): levels 0–14 µs — (0), ≥ 14 µs 1.000 (1, 1.00–1.00); p50 1.909 (1, 1.91–1.91)",
 	} {
 		assert.Contains(t, out.String(), want)
 	}
@@ -148,6 +151,30 @@ func TestPhases(t *testing.T) {
 	write("cping.3.txt", "nothing")
 	_, err = loadPhases(dir)
 	assert.ErrorContains(t, err, "cping.3.txt: cping: no cping-cycle-counts line")
+	require.NoError(t, os.Remove(filepath.Join(dir, "cping.3.txt")))
+
+	// A benchmark's cycle histogram (-rdma.hlog DIR/cycles), two
+	// intervals merged: the same shares and levels as cping's in round 1.
+	var hl bytes.Buffer
+	lw := hdrhistogram.NewHistogramLogWriter(&hl)
+	require.NoError(t, lw.OutputLogFormatVersion())
+	for _, vals := range []map[int64]int64{{11500: 10, 21500: 30}, {11500: 20, 21500: 40}} {
+		h := hdrhistogram.New(1, 100e9, 3)
+		for v, n := range vals {
+			require.NoError(t, h.RecordValues(v, n))
+		}
+		require.NoError(t, lw.OutputIntervalHistogram(h))
+	}
+	write("bench.1.hlog", hl.String())
+	pr, err = loadPhases(dir)
+	require.NoError(t, err)
+	out.Reset()
+	printPhases(&out, pr, []float64{14})
+	assert.Contains(t, out.String(), "bench         1 runs  0–14 µs: 0.30 ± 0.00, 11.50 µs (1); ≥ 14 µs: 0.70 ± 0.00, 21.50 µs (1)")
+	write("bench.2.hlog", "#[nothing]\n")
+	_, err = loadPhases(dir)
+	assert.ErrorContains(t, err, "bench.2.hlog: no samples")
+	require.NoError(t, os.Remove(filepath.Join(dir, "bench.2.hlog")))
 
 	empty := t.TempDir()
 	write2 := filepath.Join(empty, "cping.1.txt")

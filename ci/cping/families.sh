@@ -1,0 +1,73 @@
+#!/bin/bash
+# families.sh DIR ROUNDS BENCH: make calibrate-phases' rotation for the
+# latency families other than write_lat (issue #43), run in the guest.
+# Each round runs, per family, perftest's latency program with -U (every
+# sample) and the matching benchmark of BENCH (bench_test's binary) like
+# for like (-rdma.signal-all -rdma.warmup 0), in an order that alternates
+# from round to round, 5000 iterations each, requester on CPU 0 and
+# passive side on CPU 1 as make calibrate pins them. It keeps
+# DIR/FAMILY/perftest.ROUND.txt and DIR/FAMILY/bench.ROUND.hlog (the
+# benchmark's cycle histogram: perftest's sample) for calibrate -phases.
+# The device is the first RDMA device (RDMA_DEV to choose), the GID the
+# first IPv4-mapped one.
+set -euo pipefail
+dir=$(realpath -m "$1") rounds=$2 bench=$(realpath "$3")
+dev=${RDMA_DEV:-$(ls /sys/class/infiniband | head -1)}
+[ -n "$dev" ] || { echo "families.sh: no RDMA device" >&2; exit 1; }
+gid=
+for f in /sys/class/infiniband/$dev/ports/1/gids/*; do
+	case $(cat "$f") in 0000:0000:0000:0000:0000:ffff:*) gid=$(basename "$f"); break ;; esac
+done
+[ -n "$gid" ] || { echo "families.sh: $dev port 1 has no IPv4-mapped GID" >&2; exit 1; }
+n=5000
+# family, perftest program and options, the benchmark's -test.bench
+# pattern (every level anchored: one benchmark)
+families=(
+	"read_lat|ib_read_lat -s 8|^BenchmarkReadLat\$/^transport=RC\$/^size=8\$/^mode=poll\$"
+	"send_lat|ib_send_lat -s 8 -I 0|^BenchmarkSendLat\$/^transport=RC\$/^size=8\$/^inline=false\$/^mode=poll\$"
+	"send_lat_ud|ib_send_lat -c UD -s 8 -I 0|^BenchmarkSendLat\$/^transport=UD\$/^size=8\$/^inline=false\$/^mode=poll\$"
+	"atomic_lat_fadd|ib_atomic_lat -A FETCH_AND_ADD|^BenchmarkAtomicLat\$/^op=fadd\$/^transport=RC\$"
+	"atomic_lat_cas|ib_atomic_lat -A CMP_AND_SWAP|^BenchmarkAtomicLat\$/^op=cas\$/^transport=RC\$"
+)
+perftest() { # family-dir round program...
+	local out=$1/perftest.$2.txt
+	shift 2
+	timeout 120 taskset -c 1 "$@" -d "$dev" -x "$gid" -F -n $n > "$out.server" 2>&1 &
+	local srv=$! ok=
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		sleep 0.3
+		if timeout 120 taskset -c 0 "$@" -d "$dev" -x "$gid" -F -n $n -U 127.0.0.1 > "$out" 2>&1; then
+			ok=1
+			break
+		fi
+	done
+	wait $srv || true
+	rm -f "$out.server"
+	[ -n "$ok" ] || { echo "families.sh: $out: $* failed:" >&2; cat "$out" >&2; exit 1; }
+}
+ours() { # family-dir round pattern
+	local tmp=$1/hlog.tmp
+	rm -rf "$tmp"
+	(cd "$(dirname "$bench")" && timeout 120 "$bench" -test.run '^$' -test.bench "$3" -test.count 1 \
+		-test.benchtime ${n}x -rdma.dev "$dev" -rdma.cpus 0,1 -rdma.signal-all -rdma.warmup 0 \
+		-rdma.hlog "$tmp" > "$1/bench.$2.out" 2>&1) ||
+		{ echo "families.sh: $1 round $2: the benchmark failed:" >&2; tail -20 "$1/bench.$2.out" >&2; exit 1; }
+	local f=("$tmp"/cycles/*.hlog)
+	[ ${#f[@]} = 1 ] && [ -f "${f[0]}" ] ||
+		{ echo "families.sh: $1 round $2: want one cycle histogram, got: ${f[*]}" >&2; tail -20 "$1/bench.$2.out" >&2; exit 1; }
+	mv "${f[0]}" "$1/bench.$2.hlog"
+	rm -rf "$tmp" "$1/bench.$2.out"
+}
+for r in $(seq 1 "$rounds"); do
+	for fam in "${families[@]}"; do
+		IFS='|' read -r name prog pattern <<<"$fam"
+		mkdir -p "$dir/$name"
+		if ((r % 2)); then
+			perftest "$dir/$name" "$r" $prog
+			ours "$dir/$name" "$r" "$pattern"
+		else
+			ours "$dir/$name" "$r" "$pattern"
+			perftest "$dir/$name" "$r" $prog
+		fi
+	done
+done
