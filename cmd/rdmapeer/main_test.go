@@ -75,6 +75,7 @@ func TestPeerServesEveryRole(t *testing.T) {
 		{"ReadLat RC (target)", false, scenario.Spec{Op: verbs.OpRead, Transport: verbs.TransportRC, Size: 8}},
 		{"AtomicLat RC (target)", false, scenario.Spec{Op: verbs.OpFetchAdd, Transport: verbs.TransportRC}},
 		{"SendBW RC (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 1024, QD: 32, Signal: 4}},
+		{"SendBW UD (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportUD, Size: 1024, QD: 32, Signal: 4}},
 		{"WriteBW UC 2 QPs (target)", true, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportUC, Size: 4096, QD: 16, QPs: 2, Signal: 4}},
 		{"ReadBW RC (target)", true, scenario.Spec{Op: verbs.OpRead, Transport: verbs.TransportRC, Size: 4096, QD: 8, Signal: 4}},
 		{"AtomicBW RC (target)", true, scenario.Spec{Op: verbs.OpCmpSwap, Transport: verbs.TransportRC, QD: 8, Signal: 4}},
@@ -97,6 +98,13 @@ func TestPeerServesEveryRole(t *testing.T) {
 			require.Positive(t, r.N, "the benchmark ran no iteration")
 			assert.Positive(t, r.Extra["msgs/s"])
 			assert.Positive(t, r.Extra["p50-ns"])
+			if tc.streaming && tc.spec.Transport == verbs.TransportUD {
+				// The peer's sink counts what arrived (Stop's Received), as
+				// a local sink does: delivered and lost are reported.
+				assert.Positive(t, r.Extra["delivered-msgs/s"], "delivered-msgs/s against a peer")
+				assert.Contains(t, r.Extra, "lost-msgs/op")
+				assert.LessOrEqual(t, r.Extra["lost-msgs/op"], 1.0)
+			}
 			t.Logf("%s: %d iterations, %.0f msgs/s, p50 %.0f ns", tc.name, r.N, r.Extra["msgs/s"], r.Extra["p50-ns"])
 			waitReleased(t, d)
 			waitSessions(t, srv, int64(i+1))

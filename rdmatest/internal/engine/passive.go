@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"time"
 
@@ -229,16 +230,26 @@ func (p *Passive) Stop() (*oob.Stopped, error) { return p.StopExpect(0) }
 // StopExpect ends the role and reports what it saw (Received: the
 // receives of a sink or a program; Sent: a program's iterations). A
 // program is first given up to the timeout to see expect receives (the
-// client's oob.Stop.Expect), so that its count is complete.
+// client's oob.Stop.Expect), and a sink settles as a local one does
+// (settleRecvs), so that its count is complete.
 func (p *Passive) StopExpect(expect uint64) (*oob.Stopped, error) {
 	if p.resp == nil {
 		return nil, errors.New("rdmatest: the passive side is not started")
 	}
-	if p.program != nil && expect > 0 {
+	switch {
+	case p.program != nil && expect > 0:
 		deadline := time.Now().Add(p.timeout)
 		for uint64(p.resp.recvs()) < expect && !p.resp.ended() && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Microsecond)
 		}
+	case p.role == roleSink && expect > 0:
+		// As a local sink settles (Pair.settle): the client's count
+		// of messages and markers, or a count that stopped moving. The
+		// client saw its last completion already (on RC: every message
+		// acknowledged), so this takes milliseconds; it is bounded well
+		// below the client's own wait for the answer.
+		settleRecvs(p.resp.recvs, int64(min(expect, math.MaxInt64)), p.spec.Transport == verbs.TransportRC,
+			int64(len(p.side.QPs)), min(p.timeout, sinkSettleMax))
 	}
 	err := p.resp.Stop() // the role's loop has returned: its counts are ours now
 	if p.resp.ended() {
@@ -255,6 +266,10 @@ func (p *Passive) StopExpect(expect uint64) (*oob.Stopped, error) {
 	p.resp = nil
 	return st, err
 }
+
+// sinkSettleMax bounds how long a sink waits for a client's expected
+// receives before it answers Stop.
+const sinkSettleMax = 5 * time.Second
 
 // Close stops the role if it runs, moves the QPs to the error state (so
 // that every outstanding WR is flushed) and releases everything.

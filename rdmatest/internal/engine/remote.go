@@ -24,7 +24,9 @@ import (
 var ErrPeerAuth = peerclient.ErrPeerAuth
 
 // remoteResponder wraps the peer's role as the loops' passive side.
-func remoteResponder(r *peerclient.Session) *responder { return &responder{stopFn: r.Stop} }
+func remoteResponder(r *peerclient.Session) *responder {
+	return &responder{stopFn: r.Stop, remote: r}
+}
 
 // passiveRole is what side B plays: who answers what. On the wire
 // (oob.Scenario.Role) it is its string.

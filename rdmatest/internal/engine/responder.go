@@ -7,15 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rdmabench/rdmabench/rdmatest/internal/peerclient"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
 // responder is the passive side of a run: a C serve loop on a thread of
-// its own, or (stopFn) a remote peer's role.
+// its own, or (stopFn) a role without one: a remote peer's (remote) or
+// none.
 type responder struct {
 	run     *loopRun
 	timeout time.Duration
 	stopFn  func() error
+	remote  *peerclient.Session // a remote peer's role: stopExpect asks it for its count
 	// stopped, res and err keep the first Stop's outcome.
 	stopped bool
 	res     verbs.LoopResult
@@ -77,6 +80,24 @@ func (r *responder) fatal(tb testing.TB, err error) {
 		err = fmt.Errorf("%w (passive side: %v)", err, rerr)
 	}
 	fatal(tb, err)
+}
+
+// stopExpect ends a remote peer's sink after it has seen want receives
+// (or its count settled: see settleRecvs) and keeps the count it reports
+// in res.Recvs. Other responders just Stop.
+func (r *responder) stopExpect(want int64) error {
+	if r == nil || r.remote == nil {
+		return r.Stop()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return r.err
+	}
+	r.stopped = true
+	st, err := r.remote.StopExpect(uint64(max(want, 0)))
+	r.res.Recvs, r.err = int64(st.Received), err
+	return err
 }
 
 // Stop ends the passive side and returns its error: the loop is stopped,

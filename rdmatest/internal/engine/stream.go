@@ -89,7 +89,12 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		interval = time.Duration(float64(time.Second) / offered)
 	}
 	var recvsBefore int64
-	if s.Load > 0 && resp != nil && s.consumesRecv() {
+	switch {
+	case s.Load > 0 && resp != nil && resp.remote != nil && s.consumesRecv():
+		// A peer's sink is counted only when stopped: the peak run's
+		// receives cannot be told from the stream's.
+		recvsBefore = -1
+	case s.Load > 0 && resp != nil && s.consumesRecv():
 		recvsBefore = p.settle(resp, &s, peakMsgs+int64(len(p.A.QPs))) // the peak run's messages and markers
 		resp.markRecvs(recvsBefore)                                    // recv-MB/s times this stream's receives only
 	}
@@ -237,8 +242,9 @@ func marker(p *Pair, a *Side, s *Spec, i int) verbs.SendWR {
 	return m
 }
 
-// sinkReport is what the in-process passive side of a stream saw (nil
-// res: no local sink: the NIC alone served the verb, or a remote peer did).
+// sinkReport is what the passive side of a stream saw, in this process
+// or a remote peer's sink (nil res: no sink: the NIC alone served the
+// verb).
 type sinkReport struct {
 	res    *verbs.LoopResult
 	before int64 // receives seen before the measured stream
@@ -247,22 +253,31 @@ type sinkReport struct {
 
 // stopSink stops the passive side of a stream of n messages, begun when
 // it had seen before receives (an earlier run on the same pair: the peak
-// of an offered-load run). A local sink
+// of an offered-load run; −1: unknown, nothing is counted). A local sink
 // is first given time to poll every receive the stream produced: on RC
 // all of them must arrive (within the deadline); on UC and UD it waits
 // until the count stops moving for 20 ms (messages may be lost).
 func (p *Pair) stopSink(resp *responder, s *Spec, before, n int64) (*sinkReport, error) {
 	r := &sinkReport{before: before}
-	if resp == nil || resp.run == nil || !s.consumesRecv() {
-		return r, resp.Stop()
+	remote := resp != nil && resp.remote != nil
+	if resp == nil || (resp.run == nil && !remote) || !s.consumesRecv() || before < 0 {
+		return r, resp.Stop() // before < 0: receives not countable (a peer's, after a peak run)
 	}
 	r.want = before + n
-	if s.isSend() && s.Transport == verbs.TransportUD {
-		for i := range p.A.QPs { // UD markers are SENDs: they consume a receive
+	if s.isSend() && (p.remote != nil || s.Transport == verbs.TransportUD) {
+		for i := range p.A.QPs { // the markers are SENDs here (see marker): they consume a receive
 			if ni := msgsPerQP(n, s.Batch, len(p.A.QPs), i); ni > 0 && ni%int64(s.Signal) != 0 {
 				r.want++
 			}
 		}
+	}
+	if remote {
+		// The peer's sink settles the same way before it answers, and
+		// counts on its side (no receive times: recv-MB/s is not
+		// reported against a peer).
+		err := resp.stopExpect(r.want)
+		r.res = &resp.res
+		return r, err
 	}
 	p.settle(resp, s, r.want)
 	err := resp.Stop()
@@ -339,13 +354,22 @@ const peakMsgs = 5000
 // the deadline (every message arrives), on UC and UD until its count
 // stops moving for 20 ms (messages may be lost), and returns its count.
 func (p *Pair) settle(resp *responder, s *Spec, want int64) int64 {
-	deadline := time.Now().Add(p.Dev.Opts.Timeout)
-	last, still := resp.recvs(), time.Now()
+	return settleRecvs(resp.recvs, want, s.Transport == verbs.TransportRC, int64(len(p.A.QPs)), p.Dev.Opts.Timeout)
+}
+
+// settleRecvs polls a sink's receive count until it reaches want, within
+// timeout. It gives up early once the count has not moved for 20 ms:
+// at once on UC and UD (messages may be lost), on RC only within slack
+// of want (the QPs' completion markers may be short). It returns the
+// last count. Pair.settle and a peer's sink (Passive.StopExpect) use it.
+func settleRecvs(recvs func() int64, want int64, rc bool, slack int64, timeout time.Duration) int64 {
+	deadline := time.Now().Add(timeout)
+	last, still := recvs(), time.Now()
 	for last < want && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
-		if got := resp.recvs(); got != last {
+		if got := recvs(); got != last {
 			last, still = got, time.Now()
-		} else if (s.Transport != verbs.TransportRC || last >= want-int64(len(p.A.QPs))) && time.Since(still) > 20*time.Millisecond {
+		} else if (!rc || last >= want-slack) && time.Since(still) > 20*time.Millisecond {
 			break
 		}
 	}
