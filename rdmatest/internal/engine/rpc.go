@@ -77,8 +77,10 @@ func (s Spec) CheckRPC(d Limits) error {
 // every request was answered. Reported: p50-ns … max-ns of the full
 // round trip (not halved) from just before the request's post call
 // until the poll that returned its response; msgs/s = RPCs completed per
-// second of the loop's own clock. It runs with both sides in this
-// process only.
+// second of the loop's own clock. Against a remote peer (-rdma.peer)
+// the UD variant runs, served by the peer's echo role (the same loop as
+// the local server: each request's bytes and immediate sent back); the
+// RDMA_WRITE variants need both sides in this process.
 func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
 	takeTurn(b)
@@ -87,13 +89,17 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	skipCM(b, d, &s)
 	s.Kind = KindRPC
 	s.defaults()
-	if d.Opts.Peer != "" {
-		b.Skip(unsupported("the echo RPC server runs in this process, not in a remote peer (-rdma.peer)"))
+	if d.Opts.Peer != "" && s.Op != verbs.OpSendImm {
+		b.Skip(unsupported("the echo RPC server over RDMA_WRITE (requests swept from its memory, responses on a UD pair of their own) runs in this process, not in a remote peer (-rdma.peer); over UD the peer's echo role serves it"))
 	}
 	if err := s.CheckRPC(d.Limits()); err != nil {
 		skipOrFail(b, err)
 	}
-	if err := checkProcs(2); err != nil { // client and server
+	busy := 2 // client and server
+	if d.Opts.Peer != "" {
+		busy = 1 // the server is the peer's
+	}
+	if err := checkProcs(busy); err != nil {
 		b.Skip(err)
 	}
 	if probeCall(b) {
@@ -128,7 +134,7 @@ func newEchoRPC(tb testing.TB, d *Dev, s *Spec, n int64, cpu int) (client *verbs
 	}
 	timeout := d.Opts.Timeout
 	stride := (s.Size + 63) &^ 63
-	cfg := PairConfig{Transport: s.Transport, SlotSize: s.QD * stride, SendDepth: 2 * s.QD}
+	cfg := PairConfig{Transport: s.Transport, SlotSize: s.QD * stride, SendDepth: 2 * s.QD, Spec: s}
 	if s.Inline {
 		cfg.Inline = s.Size
 	}
@@ -153,10 +159,15 @@ func newEchoRPC(tb testing.TB, d *Dev, s *Spec, n int64, cpu int) (client *verbs
 		server = verbs.ServeConfig{Mode: verbs.ServeWriteRPC, CQ: rp.B.CQ, QPs: rp.B.QPs, WR: wr, SendDepth: rp.B.depth,
 			Req: req.B.inByte(0, 0), Resp: rp.B.outByte(0, 0), Window: s.QD, Stride: stride, Size: s.Size,
 			Timeout: timeout, Idle: timeout}
-	} else {
+	} else if req.remote == nil {
 		server, _ = serveConfig(req.B, s, roleEcho, req.Cfg.RecvDepth, timeout)
 	}
-	resp, err := startServe(server, cpu)
+	var err error
+	if req.remote != nil { // UD against a peer: its echo role (EchoRPC)
+		resp, err = req.startPassive(s, cpu)
+	} else {
+		resp, err = startServe(server, cpu)
+	}
 	if err != nil {
 		release()
 		tb.Fatal(err)
