@@ -31,8 +31,9 @@ type passive interface {
 	Interrupt()
 	// CPU is the CPU the started role's loop is pinned to; -1: none.
 	CPU() int
-	// StopExpect ends the role, a program after up to expect receives.
-	StopExpect(expect uint64) (*oob.Stopped, error)
+	// StopWith ends the role, a program or a sink after up to
+	// req.Expect receives (see peer.Passive).
+	StopWith(req oob.Stop) (*oob.Stopped, error)
 	// Abort moves the QPs to the error state (the session ends early).
 	Abort() error
 	Close() error

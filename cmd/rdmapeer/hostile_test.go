@@ -116,7 +116,7 @@ func (p *fakePassive) Start() error {
 	return nil
 }
 
-func (p *fakePassive) StopExpect(uint64) (*oob.Stopped, error) {
+func (p *fakePassive) StopWith(oob.Stop) (*oob.Stopped, error) {
 	if p.f.panicOn == "stop" {
 		panic("fake: stop")
 	}

@@ -76,6 +76,7 @@ func TestPeerServesEveryRole(t *testing.T) {
 		{"AtomicLat RC (target)", false, scenario.Spec{Op: verbs.OpFetchAdd, Transport: verbs.TransportRC}},
 		{"SendBW RC (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 1024, QD: 32, Signal: 4}},
 		{"SendBW UD (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportUD, Size: 1024, QD: 32, Signal: 4}},
+		{"InboundSend RC side=responder (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 64, QD: 32, Signal: 4, Inbound: true}},
 		{"WriteBW UC 2 QPs (target)", true, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportUC, Size: 4096, QD: 16, QPs: 2, Signal: 4}},
 		{"ReadBW RC (target)", true, scenario.Spec{Op: verbs.OpRead, Transport: verbs.TransportRC, Size: 4096, QD: 8, Signal: 4}},
 		{"AtomicBW RC (target)", true, scenario.Spec{Op: verbs.OpCmpSwap, Transport: verbs.TransportRC, QD: 8, Signal: 4}},

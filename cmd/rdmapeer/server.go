@@ -504,7 +504,7 @@ func (c *session) serveSetup(ctx context.Context, req *oob.Setup) (err error) {
 		}
 		return c.fail(ctx, err)
 	}
-	st, err := p.StopExpect(stop.Expect)
+	st, err := p.StopWith(stop)
 	if err != nil {
 		return c.fail(ctx, err)
 	}

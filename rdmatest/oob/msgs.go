@@ -380,6 +380,10 @@ type Stop struct {
 	// to see that many (within its timeout) before it stops, so that
 	// Stopped.Received is complete (0: stop at once).
 	Expect uint64 `json:"expect,omitempty"`
+	// Times asks a sink for its receive interval (Stopped.RecvSpanNs):
+	// side=responder's rate. Sent only then, so that an older peer's
+	// strict decoding still takes every other Stop.
+	Times bool `json:"times,omitempty"`
 }
 
 // Validate accepts.
@@ -395,10 +399,23 @@ func (*Stop) Validate() error { return nil }
 type Stopped struct {
 	Received uint64 `json:"received"` // receive completions (roles sink and program)
 	Sent     uint64 `json:"sent"`     // answers posted; for role program its iterations
+	// RecvSpanNs (asked with Stop.Times, role sink) is the sink's own
+	// interval, on the peer's clock: from the poll return that gave it
+	// its first receive to the end of the last poll that gave it
+	// receives; 0 with fewer than two receives. Omitted unless asked.
+	RecvSpanNs int64 `json:"recv_span_ns,omitempty"`
 }
 
-// Validate accepts.
-func (*Stopped) Validate() error { return nil }
+// MaxRecvSpanNs bounds Stopped.RecvSpanNs: a day.
+const MaxRecvSpanNs = int64(24 * 3600 * 1e9)
+
+// Validate checks the bounds.
+func (m *Stopped) Validate() error {
+	if m.RecvSpanNs < 0 || m.RecvSpanNs > MaxRecvSpanNs {
+		return fmt.Errorf("recv_span_ns %d out of range 0..%d", m.RecvSpanNs, MaxRecvSpanNs)
+	}
+	return nil
+}
 
 // Error is a refusal, with the reason.
 type Error struct {

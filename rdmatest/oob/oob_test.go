@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -312,5 +314,29 @@ func TestFrameStalledMidway(t *testing.T) {
 		_, _, err := ReadFrame(&stallAfter{b: buf.Bytes(), n: n})
 		require.Error(t, err, "cut after %d bytes", n)
 		assert.ErrorIs(t, err, os.ErrDeadlineExceeded, "cut after %d bytes: %v", n, err)
+	}
+}
+
+// TestStoppedSpan: the sink's receive interval a client asked for is
+// bounded (a negative or absurd value from a peer is refused), omitted
+// from the frame unless set, and Stop.Times likewise, so that a Stop or
+// Stopped without them is what an older side sends and takes.
+func TestStoppedSpan(t *testing.T) {
+	for _, tc := range []struct {
+		span int64
+		ok   bool
+	}{{0, true}, {12345, true}, {MaxRecvSpanNs, true}, {-1, false}, {MaxRecvSpanNs + 1, false}} {
+		err := (&Stopped{Received: 3, RecvSpanNs: tc.span}).Validate()
+		if tc.ok {
+			assert.NoError(t, err, tc.span)
+		} else {
+			assert.ErrorContains(t, err, fmt.Sprintf("recv_span_ns %d out of range", tc.span))
+		}
+	}
+	for _, v := range []any{&Stop{}, &Stopped{Received: 3}} {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), "times")
+		assert.NotContains(t, string(b), "recv_span_ns")
 	}
 }

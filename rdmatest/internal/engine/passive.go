@@ -225,14 +225,15 @@ func (p *Passive) startProgram() error {
 func (p *Passive) CPU() int { return p.cpu }
 
 // Stop ends the role and reports what it saw.
-func (p *Passive) Stop() (*oob.Stopped, error) { return p.StopExpect(0) }
+func (p *Passive) Stop() (*oob.Stopped, error) { return p.StopWith(oob.Stop{}) }
 
-// StopExpect ends the role and reports what it saw (Received: the
-// receives of a sink or a program; Sent: a program's iterations). A
-// program is first given up to the timeout to see expect receives (the
-// client's oob.Stop.Expect), and a sink settles as a local one does
-// (settleRecvs), so that its count is complete.
-func (p *Passive) StopExpect(expect uint64) (*oob.Stopped, error) {
+// StopWith ends the role and reports what it saw (Received: the
+// receives of a sink or a program; Sent: a program's iterations; with
+// req.Times a sink's receive interval). A program is first given up to
+// the timeout to see req.Expect receives, and a sink settles as a local
+// one does (settleRecvs), so that its count is complete.
+func (p *Passive) StopWith(req oob.Stop) (*oob.Stopped, error) {
+	expect := req.Expect
 	if p.resp == nil {
 		return nil, errors.New("rdmatest: the passive side is not started")
 	}
@@ -262,6 +263,9 @@ func (p *Passive) StopExpect(expect uint64) (*oob.Stopped, error) {
 		st.Received, st.Sent = uint64(max(p.resp.res.Recvs, 0)), uint64(max(p.resp.res.Ops, 0))
 	case p.role == roleSink:
 		st.Received = uint64(p.resp.res.Recvs)
+		if r := p.resp.res; req.Times && r.RecvFirst != 0 && r.RecvLast > r.RecvFirst {
+			st.RecvSpanNs = min(r.RecvLast-r.RecvFirst, oob.MaxRecvSpanNs)
+		}
 	}
 	p.resp = nil
 	return st, err

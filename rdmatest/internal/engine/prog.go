@@ -10,6 +10,7 @@ import (
 	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/prog"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/units"
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -116,7 +117,7 @@ func (p *Pair) startRemote() error {
 	}
 	var expect uint64
 	p.served = &responder{stopFn: func() error {
-		st, err := p.remote.StopExpect(expect)
+		st, err := p.remote.StopWith(oob.Stop{Expect: expect})
 		p.peerRecvd = st.Received
 		return err
 	}}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/peerclient"
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -19,6 +20,9 @@ type responder struct {
 	timeout time.Duration
 	stopFn  func() error
 	remote  *peerclient.Session // a remote peer's role: stopExpect asks it for its count
+	// recvSpan is a remote sink's receive interval (stopExpect with
+	// times), measured on the peer's clock.
+	recvSpan time.Duration
 	// stopped, res and err keep the first Stop's outcome.
 	stopped bool
 	res     verbs.LoopResult
@@ -84,8 +88,9 @@ func (r *responder) fatal(tb testing.TB, err error) {
 
 // stopExpect ends a remote peer's sink after it has seen want receives
 // (or its count settled: see settleRecvs) and keeps the count it reports
-// in res.Recvs. Other responders just Stop.
-func (r *responder) stopExpect(want int64) error {
+// in res.Recvs; with times, also its receive interval (recvSpan, the
+// peer's clock). Other responders just Stop.
+func (r *responder) stopExpect(want int64, times bool) error {
 	if r == nil || r.remote == nil {
 		return r.Stop()
 	}
@@ -95,8 +100,8 @@ func (r *responder) stopExpect(want int64) error {
 		return r.err
 	}
 	r.stopped = true
-	st, err := r.remote.StopExpect(uint64(max(want, 0)))
-	r.res.Recvs, r.err = int64(st.Received), err
+	st, err := r.remote.StopWith(oob.Stop{Expect: uint64(max(want, 0)), Times: times})
+	r.res.Recvs, r.recvSpan, r.err = int64(st.Received), time.Duration(st.RecvSpanNs), err
 	return err
 }
 

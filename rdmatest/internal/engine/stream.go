@@ -249,6 +249,10 @@ type sinkReport struct {
 	res    *verbs.LoopResult
 	before int64 // receives seen before the measured stream
 	want   int64 // receives seen when all its messages (and markers) arrived
+	// span is a remote peer's receive interval (asked for side=responder:
+	// its clock is not ours, so res has no receive times).
+	span   time.Duration
+	remote bool // the sink is a remote peer's
 }
 
 // stopSink stops the passive side of a stream of n messages, begun when
@@ -275,8 +279,8 @@ func (p *Pair) stopSink(resp *responder, s *Spec, before, n int64) (*sinkReport,
 		// The peer's sink settles the same way before it answers, and
 		// counts on its side (no receive times: recv-MB/s is not
 		// reported against a peer).
-		err := resp.stopExpect(r.want)
-		r.res = &resp.res
+		err := resp.stopExpect(r.want, s.Inbound)
+		r.res, r.span, r.remote = &resp.res, resp.recvSpan, true
 		return r, err
 	}
 	p.settle(resp, s, r.want)
@@ -287,13 +291,24 @@ func (p *Pair) stopSink(resp *responder, s *Spec, before, n int64) (*sinkReport,
 
 // reportInbound reports msgs/s as the passive side saw it: see Stream's
 // Inbound. first is the requester's first post (the same clock: both
-// loops run in this process).
+// loops run in this process). Against a remote peer the clocks differ:
+// msgs/s is then the intervals between the messages received over the
+// peer's own receive interval, (received − 1) ÷ (last receive − first
+// receive): the same rate without the first message's flight, which
+// only the requester's clock sees. Fewer than two receives there give
+// no interval and no msgs/s.
 func (r *sinkReport) reportInbound(b *testing.B, first int64) {
 	b.Helper()
-	if r.res == nil {
-		b.Fatal("rdmatest: side=responder needs the in-process passive side's receive counts")
+	switch {
+	case r.res == nil:
+		b.Fatal("rdmatest: side=responder needs the passive side's receive counts")
+	case r.remote && r.span > 0:
+		reportLoopRate(b, "msgs/s", r.res.Recvs-r.before-1, r.span)
+	case r.remote:
+		b.Logf("rdmatest: side=responder: the peer's sink saw %d receives, no interval: no msgs/s", r.res.Recvs-r.before)
+	default:
+		reportLoopRate(b, "msgs/s", r.res.Recvs-r.before, time.Duration(r.res.RecvLast-first))
 	}
-	reportLoopRate(b, "msgs/s", r.res.Recvs-r.before, time.Duration(r.res.RecvLast-first))
 }
 
 // reportDelivery checks and reports the receives a local sink counted
@@ -327,7 +342,10 @@ func (r *sinkReport) reportReceiver(b *testing.B, s *Spec, n int64) {
 	b.Helper()
 	got := r.delivered(n)
 	span := time.Duration(r.res.RecvLast - r.res.RecvFirst)
-	if got < 2 || r.res.RecvFirst == 0 || span <= 0 {
+	if r.remote { // the peer's interval, when asked (side=responder)
+		span = r.span
+	}
+	if got < 2 || (!r.remote && r.res.RecvFirst == 0) || span <= 0 {
 		return
 	}
 	b.ReportMetric(float64(got*int64(s.Size))/1e6/span.Seconds(), "recv-MB/s")
@@ -361,7 +379,7 @@ func (p *Pair) settle(resp *responder, s *Spec, want int64) int64 {
 // timeout. It gives up early once the count has not moved for 20 ms:
 // at once on UC and UD (messages may be lost), on RC only within slack
 // of want (the QPs' completion markers may be short). It returns the
-// last count. Pair.settle and a peer's sink (Passive.StopExpect) use it.
+// last count. Pair.settle and a peer's sink (Passive.StopWith) use it.
 func settleRecvs(recvs func() int64, want int64, rc bool, slack int64, timeout time.Duration) int64 {
 	deadline := time.Now().Add(timeout)
 	last, still := recvs(), time.Now()

@@ -99,15 +99,16 @@ func (r *Session) Start() error {
 // Stop ends the peer's role and closes the session; the peer releases
 // everything of this session when the connection closes.
 func (r *Session) Stop() error {
-	_, err := r.StopExpect(0)
+	_, err := r.StopWith(oob.Stop{})
 	return err
 }
 
-// StopExpect is Stop telling the peer to wait first for expect receives
-// (oob.Stop.Expect), and returns what the peer reports (oob.Stopped).
-func (r *Session) StopExpect(expect uint64) (oob.Stopped, error) {
+// StopWith is Stop with req's asks (oob.Stop: receives to wait for
+// first, the sink's receive interval), and returns what the peer
+// reports (oob.Stopped).
+func (r *Session) StopWith(req oob.Stop) (oob.Stopped, error) {
 	var done oob.Stopped
-	err := r.call(oob.MsgStop, &oob.Stop{Expect: expect}, oob.MsgStopped, &done)
+	err := r.call(oob.MsgStop, &req, oob.MsgStopped, &done)
 	if err != nil {
 		err = fmt.Errorf("rdmatest: peer: stopping %s: %w", r.role, err)
 	}
