@@ -1394,3 +1394,39 @@ func TestRingMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileStop: a Stop whose fields are of the wrong type or beyond
+// their range (times not a boolean, a field the peer does not know,
+// expect beyond any count) ends that session with an error or, for a
+// huge expect, is served within the sink's bounded settle; the daemon
+// serves the next client and every session releases everything.
+func TestHostileStop(t *testing.T) {
+	f := newFakeDev()
+	addr, srv := startServer(t, f, testToken, hostLimits())
+	for _, tc := range []struct {
+		name, stop string
+		want       string // "" = answered with Stopped
+	}{
+		{"times not a boolean", `{"times":"yes"}`, "payload"},
+		{"unknown field", `{"times":true,"shell":"rm"}`, "unknown field"},
+		{"expect beyond any count", `{"expect":18446744073709551615,"times":true}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialAuth(t, addr, testToken)
+			require.NoError(t, setup(c, writeEchoSetup()))
+			require.NoError(t, oob.WriteFrame(c, oob.MsgStart, &oob.Start{}))
+			require.NoError(t, oob.Decode(c, oob.MsgStarted, &oob.Started{}))
+			require.NoError(t, oob.WriteFrame(c, oob.MsgStop, json.RawMessage(tc.stop)))
+			err := oob.Decode(c, oob.MsgStopped, &oob.Stopped{})
+			if tc.want == "" {
+				require.NoError(t, err)
+			} else {
+				var pe *oob.PeerError
+				require.ErrorAs(t, err, &pe)
+				assert.Contains(t, pe.Msg, tc.want)
+			}
+			fullSession(t, addr)
+			waitIdle(t, srv, f)
+		})
+	}
+}
