@@ -213,6 +213,15 @@ func writeEchoSetup() *oob.Setup {
 	return req
 }
 
+// bidirSetup is a WRITE stream's bidir Setup (send depth 4) whose
+// stream back is msgs messages, qd deep, batch a post.
+func bidirSetup(msgs int64, qd, batch int) *oob.Setup {
+	req := targetSetup(1, 64)
+	req.Scenario.Role = "bidir"
+	req.Scenario.Stream = &oob.Stream{Msgs: msgs, QD: qd, Batch: batch, Signal: 1}
+	return req
+}
+
 // programSetup is a Setup of role program: side B of the commit example
 // (await a message, answer it with 8 bytes).
 func programSetup() *oob.Setup {
@@ -326,6 +335,21 @@ func TestHostileClient(t *testing.T) {
 			r.Scenario.Inline = 1024
 			return r
 		}, "inline 1024 exceeds rxe0's max_inline_data 512"},
+		{"bidir without its stream", func() *oob.Setup {
+			r := targetSetup(1, 64)
+			r.Scenario.Role = "bidir"
+			return r
+		}, "role bidir needs its stream"},
+		{"a stream for another role", func() *oob.Setup {
+			r := targetSetup(1, 64)
+			r.Scenario.Stream = &oob.Stream{Msgs: 10, QD: 2, Batch: 1, Signal: 1}
+			return r
+		}, "stream is for role bidir, not target"},
+		{"bidir stream of no message", func() *oob.Setup { return bidirSetup(0, 2, 1) }, "stream.msgs 0 out of range 1..1073741824"},
+		{"bidir stream beyond MaxIters", func() *oob.Setup { return bidirSetup(oob.MaxIters+1, 2, 1) }, "stream.msgs 1073741825 out of range"},
+		{"bidir stream deeper than its queue", func() *oob.Setup { return bidirSetup(10, 4, 1) }, "stream.qd 4 needs a send_depth of at least 5, not 4"},
+		{"bidir batch over its depth", func() *oob.Setup { return bidirSetup(10, 2, 3) }, "stream.batch 3 exceeds stream.qd 2"},
+		{"bidir accepted", func() *oob.Setup { return bidirSetup(10, 3, 1) }, ""},
 		{"endpoints missing", func() *oob.Setup { r := targetSetup(2, 64); r.Endpoints = r.Endpoints[:1]; return r }, "1 endpoints for qps 2"},
 		{"bad GID", func() *oob.Setup { r := targetSetup(1, 64); r.Endpoints[0].GID = "x"; return r }, `endpoint 0: gid "x" is not an IP address`},
 		{"UC through rdma_cm", func() *oob.Setup {

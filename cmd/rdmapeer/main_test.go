@@ -76,6 +76,8 @@ func TestPeerServesEveryRole(t *testing.T) {
 		{"AtomicLat RC (target)", false, scenario.Spec{Op: verbs.OpFetchAdd, Transport: verbs.TransportRC}},
 		{"SendBW RC (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 1024, QD: 32, Signal: 4}},
 		{"SendBW UD (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportUD, Size: 1024, QD: 32, Signal: 4}},
+		{"WriteBW RC bidir (stream back)", true, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportRC, Size: 4096, QD: 16, Signal: 4, Bidir: true}},
+		{"SendBW RC bidir (stream back)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 1024, QD: 32, Signal: 4, Bidir: true}},
 		{"InboundSend RC side=responder (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 64, QD: 32, Signal: 4, Inbound: true}},
 		{"WriteBW UC 2 QPs (target)", true, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportUC, Size: 4096, QD: 16, QPs: 2, Signal: 4}},
 		{"ReadBW RC (target)", true, scenario.Spec{Op: verbs.OpRead, Transport: verbs.TransportRC, Size: 4096, QD: 8, Signal: 4}},
@@ -99,6 +101,10 @@ func TestPeerServesEveryRole(t *testing.T) {
 			require.Positive(t, r.N, "the benchmark ran no iteration")
 			assert.Positive(t, r.Extra["msgs/s"])
 			assert.Positive(t, r.Extra["p50-ns"])
+			if tc.spec.Bidir {
+				assert.Positive(t, r.Extra["start-skew-ns"], "the start skew's bound is reported")
+				assert.Positive(t, r.Extra["MB/s"])
+			}
 			if tc.streaming && tc.spec.Transport == verbs.TransportUD {
 				// The peer's sink counts what arrived (Stop's Received), as
 				// a local sink does: delivered and lost are reported.

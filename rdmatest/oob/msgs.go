@@ -131,6 +131,40 @@ type Scenario struct {
 	// await its completion, and repost receives after every message:
 	// perftest's latency work (the client's -rdma.signal-all).
 	SignalAll bool `json:"signal_all,omitempty"`
+	// Stream (role bidir, and only there) is the peer's own stream
+	// toward the client, started by Start: Msgs messages of Size with
+	// Op, QD outstanding, posted Batch at a time, one WR in Signal
+	// signaled (the client's bidir run's other direction). Omitted
+	// otherwise, so that older peers still decode every other Setup.
+	Stream *Stream `json:"stream,omitempty"`
+}
+
+// Stream is a bidir peer's stream (Scenario.Stream).
+type Stream struct {
+	Msgs   int64 `json:"msgs"`
+	QD     int   `json:"qd"`
+	Batch  int   `json:"batch"`
+	Signal int   `json:"signal"`
+}
+
+// validate checks the stream's bounds against the session's send depth
+// (its QD outstanding and the completion marker must fit).
+func (m *Stream) validate(sendDepth int) error {
+	errs := []error{
+		between("stream.qd", m.QD, 1, MaxDepth-1),
+		between("stream.batch", m.Batch, 1, MaxDepth),
+		between("stream.signal", m.Signal, 1, MaxDepth),
+	}
+	if m.Msgs < 1 || m.Msgs > MaxIters {
+		errs = append(errs, fmt.Errorf("stream.msgs %d out of range 1..%d", m.Msgs, MaxIters))
+	}
+	if m.QD+1 > sendDepth {
+		errs = append(errs, fmt.Errorf("stream.qd %d needs a send_depth of at least %d, not %d", m.QD, m.QD+1, sendDepth))
+	}
+	if m.Batch > m.QD {
+		errs = append(errs, fmt.Errorf("stream.batch %d exceeds stream.qd %d", m.Batch, m.QD))
+	}
+	return errors.Join(errs...)
 }
 
 // Endpoint is one QP's addressing, as verbs.Endpoint.
@@ -192,7 +226,7 @@ func (m *Setup) Validate() error {
 	errs := []error{
 		op,
 		oneOfS("transport", s.Transport, "RC", "UC", "UD"),
-		oneOfS("role", s.Role, "sink", "echo", "write-echo", "target", "program"),
+		oneOfS("role", s.Role, "sink", "echo", "write-echo", "target", "program", "bidir"),
 		between("size", s.Size, 0, MaxSize),
 		between("qps", s.QPs, 1, MaxQPs),
 		between("send_depth", s.SendDepth, 1, MaxDepth),
@@ -204,7 +238,15 @@ func (m *Setup) Validate() error {
 	if m.QKey == 0 || m.QKey > MaxQKey {
 		errs = append(errs, fmt.Errorf("qkey %#x out of range 0x1..%#x", m.QKey, MaxQKey))
 	}
-	if s.SignalAll && (s.Role == "sink" || s.Role == "target") {
+	switch {
+	case s.Role == "bidir" && s.Stream == nil:
+		errs = append(errs, errors.New("role bidir needs its stream (stream)"))
+	case s.Role == "bidir":
+		errs = append(errs, s.Stream.validate(s.SendDepth))
+	case s.Stream != nil:
+		errs = append(errs, fmt.Errorf("stream is for role bidir, not %s", s.Role))
+	}
+	if s.SignalAll && (s.Role == "sink" || s.Role == "target" || s.Role == "bidir") {
 		errs = append(errs, fmt.Errorf("signal_all needs role echo or write-echo, not %s", s.Role))
 	}
 	if m.CM && s.Transport == "UC" {
@@ -404,6 +446,11 @@ type Stopped struct {
 	// its first receive to the end of the last poll that gave it
 	// receives; 0 with fewer than two receives. Omitted unless asked.
 	RecvSpanNs int64 `json:"recv_span_ns,omitempty"`
+	// StreamOps and StreamNs (role bidir) are the peer's own stream:
+	// messages completed, and its elapsed time on the peer's clock (first
+	// post to last completion).
+	StreamOps uint64 `json:"stream_ops,omitempty"`
+	StreamNs  int64  `json:"stream_ns,omitempty"`
 }
 
 // MaxRecvSpanNs bounds Stopped.RecvSpanNs: a day.
@@ -411,10 +458,19 @@ const MaxRecvSpanNs = int64(24 * 3600 * 1e9)
 
 // Validate checks the bounds.
 func (m *Stopped) Validate() error {
-	if m.RecvSpanNs < 0 || m.RecvSpanNs > MaxRecvSpanNs {
-		return fmt.Errorf("recv_span_ns %d out of range 0..%d", m.RecvSpanNs, MaxRecvSpanNs)
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"recv_span_ns", m.RecvSpanNs}, {"stream_ns", m.StreamNs}} {
+		if f.v < 0 || f.v > MaxRecvSpanNs {
+			errs = append(errs, fmt.Errorf("%s %d out of range 0..%d", f.name, f.v, MaxRecvSpanNs))
+		}
 	}
-	return nil
+	if m.StreamOps > MaxIters {
+		errs = append(errs, fmt.Errorf("stream_ops %d out of range 0..%d", m.StreamOps, MaxIters))
+	}
+	return errors.Join(errs...)
 }
 
 // Error is a refusal, with the reason.

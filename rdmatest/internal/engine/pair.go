@@ -43,6 +43,9 @@ type PairConfig struct {
 	// Own describes a pattern of one's own instead, for a remote peer:
 	// side B's program and the access side A's program needs.
 	Own *Own
+	// msgs is a bidir stream's message count, for a remote peer's stream
+	// back (oob.Stream.Msgs; Stream sets it per run).
+	msgs int64
 }
 
 // Own is what a remote peer (-rdma.peer) must know of a pair of one's

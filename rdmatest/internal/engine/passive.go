@@ -43,6 +43,10 @@ type Passive struct {
 	// memory starts zeroed, as a local side B's does.
 	program *prog.Spec
 	own     bool
+	// streamMsgs and sendDepth (role bidir) are the stream back and the
+	// side's send depth.
+	streamMsgs int64
+	sendDepth  int
 }
 
 // NewPassive builds the passive side that req asks for on d and connects
@@ -73,7 +77,10 @@ func NewPassive(d *Dev, req *oob.Setup, timeout time.Duration) (*Passive, error)
 		access = oob.ParseAccess(req.Access) // exactly what the client's own pattern uses
 	}
 	p := &Passive{dev: d, cpu: -1, role: passiveRole(sc.Role), recvDepth: sc.RecvDepth, timeout: timeout, spec: spec,
-		program: req.Program, own: len(req.Access) > 0 || req.Program != nil}
+		program: req.Program, own: len(req.Access) > 0 || req.Program != nil, sendDepth: sc.SendDepth}
+	if sc.Stream != nil {
+		p.streamMsgs = sc.Stream.Msgs
+	}
 	p.spec.defaults()
 	cfg := PairConfig{Transport: spec.Transport, QPs: sc.QPs, SlotSize: sc.SlotSize, SendDepth: sc.SendDepth,
 		RecvDepth: sc.RecvDepth, Inline: sc.Inline, SRQ: sc.SRQ}
@@ -183,6 +190,25 @@ func (p *Passive) Start() error {
 		p.resp = &responder{stopFn: func() error { return nil }}
 		return nil
 	}
+	if p.role == roleBidir {
+		// The stream back, from now: the client starts its own when it
+		// hears Started (the skew is at most that round trip). It takes
+		// the client's messages as a local mirror does (reposting).
+		l, err := newSideStream(p.side, &p.spec, p.streamMsgs, 0, streamEnv{sendDepth: p.sendDepth, recvDepth: p.recvDepth, timeout: p.timeout})
+		if err != nil {
+			return err
+		}
+		return p.run(func(cpu int) (*responder, error) {
+			r := readyLoop(l, cpu)
+			if r.err != nil {
+				r.begin()
+				<-r.done
+				return nil, errors.Join(fmt.Errorf("rdmatest: bidir stream: %w", r.err), l.Close())
+			}
+			r.begin()
+			return &responder{run: r, timeout: p.timeout}, nil
+		})
+	}
 	cfg, ok := serveConfig(p.side, &p.spec, p.role, p.recvDepth, p.timeout)
 	if !ok {
 		return fmt.Errorf("rdmatest: unknown passive role %q", p.role)
@@ -243,6 +269,13 @@ func (p *Passive) StopWith(req oob.Stop) (*oob.Stopped, error) {
 		for uint64(p.resp.recvs()) < expect && !p.resp.ended() && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Microsecond)
 		}
+	case p.role == roleBidir:
+		// The stream back runs to its end (its waits are bounded by the
+		// timeout): Stop must not cut it short.
+		select {
+		case <-p.resp.run.done:
+		case <-time.After(p.timeout + time.Second):
+		}
 	case p.role == roleSink && expect > 0:
 		// As a local sink settles (Pair.settle): the client's count
 		// of messages and markers, or a count that stopped moving. The
@@ -261,6 +294,15 @@ func (p *Passive) StopWith(req oob.Stop) (*oob.Stopped, error) {
 	switch {
 	case p.program != nil:
 		st.Received, st.Sent = uint64(max(p.resp.res.Recvs, 0)), uint64(max(p.resp.res.Ops, 0))
+	case p.role == roleBidir:
+		r := p.resp.res
+		st.Received, st.StreamOps = uint64(max(r.Recvs, 0)), uint64(max(r.Ops, 0))
+		if r.Last > r.First {
+			st.StreamNs = min(r.Last-r.First, oob.MaxRecvSpanNs)
+		}
+		if err == nil && r.Ops != p.streamMsgs {
+			err = fmt.Errorf("rdmatest: bidir: the peer's stream back completed %d of %d messages", r.Ops, p.streamMsgs)
+		}
 	case p.role == roleSink:
 		st.Received = uint64(p.resp.res.Recvs)
 		if r := p.resp.res; req.Times && r.RecvFirst != 0 && r.RecvLast > r.RecvFirst {

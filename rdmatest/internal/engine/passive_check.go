@@ -41,8 +41,13 @@ func SetupSpec(req *oob.Setup) (Spec, error) {
 		s.Kind = KindStream
 	case roleEcho, roleWriteEcho:
 		s.Kind = KindLatency
+	case roleBidir:
+		s.Kind, s.Bidir = KindStream, true
+		if st := sc.Stream; st != nil { // oob checked it is there
+			s.QD, s.Batch, s.Signal = st.QD, st.Batch, st.Signal
+		}
 	default:
-		return Spec{}, fmt.Errorf("rdmatest: setup: unknown role %q (sink, echo, write-echo, target)", trimName(sc.Role))
+		return Spec{}, fmt.Errorf("rdmatest: setup: unknown role %q (sink, echo, write-echo, target, bidir)", trimName(sc.Role))
 	}
 	if want := roleFor(&s); string(want) != sc.Role {
 		return Spec{}, fmt.Errorf("rdmatest: setup: role %q does not serve %s (a client asks for %q with this verb)", sc.Role, op, want)

@@ -39,12 +39,15 @@ const (
 	roleWriteEcho passiveRole = "write-echo" // answers every WRITE with a WRITE (ping-pong)
 	roleTarget    passiveRole = "target"     // nothing runs: the NIC serves READ, WRITE and atomics
 	roleProgram   passiveRole = "program"    // side B's program of a pattern of one's own (oob.Setup.Program)
+	roleBidir     passiveRole = "bidir"      // streams back from Start (oob.Scenario.Stream) and takes the client's stream
 )
 
 // roleFor names the passive role for a spec.
 func roleFor(s *Spec) passiveRole {
 	stream := s.Kind == KindStream
 	switch {
+	case stream && s.Bidir:
+		return roleBidir
 	case stream && s.consumesRecv():
 		return roleSink
 	case !stream && s.Op == verbs.OpWrite:
@@ -132,11 +135,15 @@ func (p *Pair) dialCM(addr string, targets []Target) error {
 // applied and its Spec set), without the endpoints and targets: the
 // scenario, the client's MTU and the session's QKey.
 func setupRequest(cfg *PairConfig, mtu int, qkey uint32) *oob.Setup {
+	var stream *oob.Stream
+	if s := cfg.Spec; s.Bidir {
+		stream = &oob.Stream{Msgs: cfg.msgs, QD: s.QD, Batch: s.Batch, Signal: s.Signal}
+	}
 	return &oob.Setup{
 		Scenario: oob.Scenario{
 			Op: cfg.Spec.Op.String(), Transport: cfg.Transport.String(), Role: string(roleFor(cfg.Spec)), Size: cfg.Spec.Size,
 			QPs: cfg.QPs, SendDepth: cfg.SendDepth, RecvDepth: cfg.RecvDepth, SlotSize: cfg.SlotSize,
-			Inline: cfg.Inline, SRQ: cfg.SRQ, SignalAll: cfg.Spec.SignalAll,
+			Inline: cfg.Inline, SRQ: cfg.SRQ, SignalAll: cfg.Spec.SignalAll, Stream: stream,
 		},
 		MTU:  mtu,
 		QKey: qkey,

@@ -105,6 +105,20 @@ func (r *responder) stopExpect(want int64, times bool) error {
 	return err
 }
 
+// stopBidir ends a remote peer's bidir role (its stream back runs to its
+// end first) and returns what the peer reports of it.
+func (r *responder) stopBidir() (*oob.Stopped, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return nil, fmt.Errorf("rdmatest: bidir: the peer's role was stopped already: %w", r.err)
+	}
+	r.stopped = true
+	st, err := r.remote.StopWith(oob.Stop{})
+	r.res.Recvs, r.err = int64(st.Received), err
+	return &st, err
+}
+
 // Stop ends the passive side and returns its error: the loop is stopped,
 // waited for (within the timeout) and only then freed. Later calls return
 // the first call's result at once.

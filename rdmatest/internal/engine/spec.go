@@ -173,16 +173,14 @@ func (d *Dev) Limits() Limits {
 }
 
 // Check validates s against d before anything is created: see
-// CheckLimits. With a remote peer, bidir (both directions' loops in this
-// process) is *Unsupported; side=responder counts at the peer's sink.
+// CheckLimits. Every variant runs against a remote peer too: bidir's
+// stream back is the peer's, side=responder counts at the peer's sink,
+// threads are a session each.
 // Threads run against a peer: each thread's pair is a session of its
 // own, its passive side the peer's, so the peer's -max-clients must be
 // at least the threads (else it refuses one as busy, which fails the
 // run).
 func (s Spec) Check(d *Dev) error {
-	if d.Opts.Peer != "" && s.Bidir {
-		return unsupported("bidir runs with both directions' loops in this process, not with a remote peer (-rdma.peer)")
-	}
 	if d.Opts.Peer != "" && s.QPs > oob.MaxQPs {
 		return bad("qps %d exceeds what one session with a remote peer carries (%d)", s.QPs, oob.MaxQPs)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -33,6 +34,13 @@ import (
 //     receives stocked until the other's messages have all arrived).
 //     MB/s counts the payload of both directions, msgs/s = 2·b.N /
 //     elapsed, and the latency percentiles merge both sides' samples.
+//     Against a remote peer (-rdma.peer) B's stream is the peer's (role
+//     bidir), started by the session's Start; A starts when it hears
+//     Started, so the two starts are at most that round trip apart
+//     (start-skew-ns). Each side times its own stream on its own clock,
+//     and the time is the longer of the two; the latency percentiles
+//     are A's; A checks B's payload in its own buffer, the peer counts
+//     A's messages (RC: all of them).
 //   - Inbound: msgs/s is the passive side's rate: R / (t_last − t_post),
 //     where R receives completed at B, t_last is when B's poll last
 //     returned receive completions and t_post the requester's first post
@@ -65,17 +73,22 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		return
 	}
 	b.ReportAllocs()
-	p := NewPair(b, d, s.pairConfig())
+	cfg := s.pairConfig()
+	cfg.msgs = int64(b.N) // a remote peer's bidir stream back
+	p := NewPair(b, d, cfg)
 	defer p.close()
 	p.fillPatterns(&s)
 	cpus := d.cpus.ForLoops(busy)
 	n := int64(b.N)
 	var resp *responder
 	var err error
-	if !s.Bidir {
+	var skew time.Duration // a remote bidir's Start → Started
+	if !s.Bidir || p.remote != nil {
+		t0 := time.Now()
 		if resp, err = p.startPassive(&s, cpus[1]); err != nil {
 			b.Fatal(err)
 		}
+		skew = time.Since(t0)
 	}
 	defer resp.Stop()
 	var offered float64
@@ -104,7 +117,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	}
 	defer a.Close()
 	var mirror *loopRun
-	if s.Bidir {
+	if s.Bidir && p.remote == nil {
 		m, err := newStreamLoop(p, p.B, &s, n, 0)
 		if err == nil {
 			err = m.Follow(a)
@@ -134,9 +147,17 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	if err != nil {
 		resp.fatal(b, err)
 	}
-	sink, err := p.stopSink(resp, &s, recvsBefore, n)
-	if err != nil {
-		b.Fatal(err)
+	var back *oob.Stopped // a remote peer's bidir stream
+	if s.Bidir && p.remote != nil {
+		if back, err = resp.stopBidir(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sink := &sinkReport{} // a bidir stream counts its receives in its own loop
+	if back == nil {
+		if sink, err = p.stopSink(resp, &s, recvsBefore, n); err != nil {
+			b.Fatal(err)
+		}
 	}
 	rec := hist.NewRecorder()
 	if err := importLoop(rec, a, res); err != nil {
@@ -148,6 +169,13 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 			b.Fatal(err)
 		}
 		elapsed, msgs = time.Duration(max(res.Last, mres.Last)-res.First), 2*n
+	}
+	if back != nil {
+		if err := p.checkBidirBack(&s, back, n); err != nil {
+			b.Fatal(err)
+		}
+		elapsed, msgs = max(elapsed, time.Duration(back.StreamNs)), 2*n
+		b.ReportMetric(float64(skew.Nanoseconds()), "start-skew-ns")
 	}
 	if rec.Count() == 0 && noSignaledWR(&s, n) {
 		// The testing package's first, one-iteration call of a b.N
@@ -182,20 +210,37 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 // a bidir mirror) with n messages, open-loop at one message per interval
 // when interval > 0.
 func newStreamLoop(p *Pair, from *Side, s *Spec, n int64, interval time.Duration) (*verbs.Loop, error) {
-	cfg := verbs.StreamConfig{CQ: from.CQ, Msgs: n, QD: s.QD, Batch: s.Batch, Signal: s.Signal, SendDep: p.Cfg.SendDepth, Interval: interval,
-		Counters: s.Counters, Stride: s.Stride, CmpSwap: s.Op == verbs.OpCmpSwap, Timeout: p.Dev.Opts.Timeout, Hist: histGeometry}
+	return newSideStream(from, s, n, interval, streamEnv{sendDepth: p.Cfg.SendDepth, recvDepth: p.Cfg.RecvDepth,
+		timeout: p.Dev.Opts.Timeout, sendMarker: p.remote != nil})
+}
+
+// streamEnv is what a stream needs of the pair its side belongs to: the
+// side's queue depths, the waits' deadline, and whether SEND streams
+// end with a SEND marker (toward a remote peer, which grants no remote
+// write for SEND: see marker).
+type streamEnv struct {
+	sendDepth, recvDepth int
+	timeout              time.Duration
+	sendMarker           bool
+}
+
+// newSideStream is newStreamLoop for a side without its pair: a remote
+// peer's bidir stream (Passive) builds one from its side alone.
+func newSideStream(from *Side, s *Spec, n int64, interval time.Duration, env streamEnv) (*verbs.Loop, error) {
+	cfg := verbs.StreamConfig{CQ: from.CQ, Msgs: n, QD: s.QD, Batch: s.Batch, Signal: s.Signal, SendDep: env.sendDepth, Interval: interval,
+		Counters: s.Counters, Stride: s.Stride, CmpSwap: s.Op == verbs.OpCmpSwap, Timeout: env.timeout, Hist: histGeometry}
 	for i, qp := range from.QPs {
 		wr := sendWR(s, from, i)
 		if s.HeaderOnly {
 			wr.NumSGE = 0
 		}
-		cfg.QPs = append(cfg.QPs, verbs.StreamQP{QP: qp, WR: wr, Marker: marker(p, from, s, i)})
+		cfg.QPs = append(cfg.QPs, verbs.StreamQP{QP: qp, WR: wr, Marker: marker(from, s, i, env.sendMarker)})
 	}
 	if s.Bidir && s.consumesRecv() {
 		// On RC the other side's messages wait (RNR) for a receive: keep
 		// reposting until all have arrived. UC and UD drop a message that
 		// finds none, as they drop any: the side stops with its stream.
-		cfg.RecvDepth = p.Cfg.RecvDepth
+		cfg.RecvDepth = env.recvDepth
 		if s.Transport == verbs.TransportRC {
 			cfg.ExpectRecvs = n
 		}
@@ -219,11 +264,11 @@ func newStreamLoop(p *Pair, from *Side, s *Spec, n int64, interval time.Duration
 // place as the stream's READs put it, or for atomics a fetch-and-add of
 // 0 on the first counter (its 8 bytes come back into the requester's
 // "in" slot).
-func marker(p *Pair, a *Side, s *Spec, i int) verbs.SendWR {
+func marker(a *Side, s *Spec, i int, sendMarker bool) verbs.SendWR {
 	t := a.Peer[i]
 	m := verbs.SendWR{Flags: verbs.FlagSignaled, RemoteAddr: t.Addr, RKey: t.RKey, UD: t.Dest}
 	switch {
-	case s.isSend() && (p.remote != nil || s.Transport == verbs.TransportUD):
+	case s.isSend() && (sendMarker || s.Transport == verbs.TransportUD):
 		// A remote peer grants no remote write for SEND, and UD has
 		// nothing else; locally an RDMA WRITE keeps receive counts exact.
 		m.Op = verbs.OpSend

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/rdmabench/rdmabench/rdmatest/oob"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -161,6 +162,35 @@ func (p *Pair) verifyStream(s *Spec, n int64) error {
 			if err := checkPattern(fmt.Sprintf("the payload the passive side received on QP %d", i), in[off:off+s.Size]); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// checkBidirBack checks a remote peer's bidir stream back (n messages
+// each way): all of its messages completed, and on RC every one of A's
+// arrived there and B's payload is in A's buffer on every QP (UC and UD
+// may lose some, and with them the payload).
+func (p *Pair) checkBidirBack(s *Spec, back *oob.Stopped, n int64) error {
+	if back.StreamOps != uint64(n) {
+		return fmt.Errorf("rdmatest: verification: the peer's stream back completed %d of %d messages", back.StreamOps, n)
+	}
+	if s.Transport != verbs.TransportRC {
+		return nil
+	}
+	if s.consumesRecv() && back.Received < uint64(n) {
+		return fmt.Errorf("rdmatest: verification: the peer received %d of our %d messages (RC delivers every message)", back.Received, n)
+	}
+	for i := range p.A.QPs {
+		if msgsPerQP(n, s.Batch, len(p.A.QPs), i) == 0 || s.HeaderOnly {
+			continue
+		}
+		off := 0
+		if s.isSend() {
+			off = recvBytes(s) - s.Size
+		}
+		if err := checkPattern(fmt.Sprintf("the payload the peer's stream back left in our buffer on QP %d", i), p.A.InBytes(i)[off:off+s.Size]); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -25,6 +25,7 @@ var list = []Unit{
 	{"p99.99-ns", "lower"}, {"max-ns", "lower"}, {"cycle-p50-ns", "lower"}, {"cycle-p99-ns", "lower"}, {"msgs/s", "higher"},
 	{"msgs/s/thread", "higher"}, {"ops/s", "higher"}, {"MB/s", "higher"},
 	{"delivered-msgs/s", "higher"}, {"lost-msgs/op", "lower"}, {"recv-MB/s", "higher"}, {"cpu-ns/op", "lower"},
+	{"start-skew-ns", "lower"},
 }
 
 // mu guards list.
