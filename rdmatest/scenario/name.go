@@ -140,8 +140,7 @@ func Families() []string {
 // (EchoRPC and the control path), a key that is not one of the family's
 // axes, a key given twice, a value Axis.Set refuses, and an atomic
 // family without op=fadd or op=cas. A point that is valid by name may
-// still be unsupported on a device or with a remote peer (bidir,
-// side=responder, threads > 1): its runner skips it with the reason.
+// still be unsupported on a device: its runner skips it with the reason.
 func Parse(name string) (Named, error) {
 	n, err := benchname.Parse(name)
 	if err != nil {

@@ -123,8 +123,9 @@ func Stream(b *testing.B, d *rdmatest.Dev, s Spec) { engine.Stream(b, d, s) }
 // transport (WRITE over UC or RC, SEND_WITH_IMM over UD), Size, the
 // window QD and Inline. One sample is one RPC's full round trip, of a
 // request posted in the timed region (which starts by filling the
-// window); msgs/s counts RPCs from that first post. Client
-// and server both run in this process: under -rdma.peer it skips.
+// window); msgs/s counts RPCs from that first post. Under -rdma.peer the
+// UD variant's server is the peer's echo role; the RDMA_WRITE variants
+// need the server in this process and skip.
 func EchoRPC(b *testing.B, d *rdmatest.Dev, s Spec) { engine.EchoRPC(b, d, s) }
 
 // Control is one control-path measurement: the operation and its size or
