@@ -26,12 +26,10 @@ func TestSettleRecvs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var n atomic.Int64
-			go func() {
-				for n.Load() < tc.stopAt {
-					n.Add(10)
-					if n.Load() > tc.stopAt {
-						n.Store(tc.stopAt)
-					}
+			go func() { // the one writer: the count never passes stopAt, not even for a moment
+				for v := int64(0); v < tc.stopAt; {
+					v = min(v+10, tc.stopAt)
+					n.Store(v)
 					time.Sleep(time.Millisecond)
 				}
 			}()
