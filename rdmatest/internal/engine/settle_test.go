@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,17 +24,18 @@ func TestSettleRecvs(t *testing.T) {
 		{"RC short", 90, 100, 1, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var n atomic.Int64
-			go func() { // the one writer: the count never passes stopAt, not even for a moment
-				for v := int64(0); v < tc.stopAt; {
-					v = min(v+10, tc.stopAt)
-					n.Store(v)
-					time.Sleep(time.Millisecond)
-				}
-			}()
+			// The count moves by 10 at each look until it stops: driven by
+			// the looks themselves, so no scheduler's delay can pass for
+			// the 20 ms of quiet.
+			var n int64
+			recvs := func() int64 {
+				v := n
+				n = min(n+10, tc.stopAt)
+				return v
+			}
 			const timeout = 500 * time.Millisecond
 			start := time.Now()
-			got := settleRecvs(n.Load, tc.want, tc.rc, tc.slack, timeout)
+			got := settleRecvs(recvs, tc.want, tc.rc, tc.slack, timeout)
 			took := time.Since(start)
 			assert.Equal(t, tc.stopAt, got)
 			if tc.fast {
