@@ -51,6 +51,9 @@ type Loop struct {
 	running bool
 	ran     bool
 	done    chan struct{} // closed when the running C call (Run, Warm, Drain) returns
+	// runPrev and runNext link the loop into its device's running set
+	// (loopSet) while a C call runs.
+	runPrev, runNext *Loop
 }
 
 // alloc returns n zeroed elements of size bytes in C memory, every page
@@ -533,7 +536,7 @@ func (d *Device) StopLoops() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopped = true
-	for l := range s.running {
+	for l := s.head; l != nil; l = l.runNext {
 		l.raiseStop()
 	}
 }
@@ -551,10 +554,11 @@ func (d *Device) loopEnter(l *Loop) {
 	if s.stopped {
 		l.raiseStop()
 	}
-	if s.running == nil {
-		s.running = make(map[*Loop]struct{})
+	l.runPrev, l.runNext = nil, s.head
+	if s.head != nil {
+		s.head.runPrev = l
 	}
-	s.running[l] = struct{}{}
+	s.head = l
 }
 
 // loopLeave removes l, whose C call returned, from d's running set.
@@ -565,7 +569,15 @@ func (d *Device) loopLeave(l *Loop) {
 	s := &d.loops
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.running, l)
+	if l.runPrev != nil {
+		l.runPrev.runNext = l.runNext
+	} else {
+		s.head = l.runNext
+	}
+	if l.runNext != nil {
+		l.runNext.runPrev = l.runPrev
+	}
+	l.runPrev, l.runNext = nil, nil
 }
 
 func (l *Loop) result() LoopResult {
