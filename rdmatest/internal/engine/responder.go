@@ -19,10 +19,7 @@ type responder struct {
 	run     *loopRun
 	timeout time.Duration
 	stopFn  func() error
-	remote  *peerclient.Session // a remote peer's role: stopExpect asks it for its count
-	// recvSpan is a remote sink's receive interval (stopExpect with
-	// times), measured on the peer's clock.
-	recvSpan time.Duration
+	remote  *peerclient.Session // a remote peer's role: stopRemote asks it for what it saw
 	// stopped, res and err keep the first Stop's outcome.
 	stopped bool
 	res     verbs.LoopResult
@@ -86,37 +83,20 @@ func (r *responder) fatal(tb testing.TB, err error) {
 	fatal(tb, err)
 }
 
-// stopExpect ends a remote peer's sink after it has seen want receives
-// (or its count settled: see settleRecvs) and keeps the count it reports
-// in res.Recvs; with times, also its receive interval (recvSpan, the
-// peer's clock). Other responders just Stop.
-func (r *responder) stopExpect(want int64, times bool) error {
-	if r == nil || r.remote == nil {
-		return r.Stop()
-	}
+// stopRemote ends a remote peer's role with req (oob.Stop: receives to
+// wait for, the sink's receive interval) and returns what the peer
+// reports; res.Recvs keeps its count. A role stopped already returns the
+// first stop's error and nothing reported.
+func (r *responder) stopRemote(req oob.Stop) (oob.Stopped, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
-		return r.err
+		return oob.Stopped{}, r.err
 	}
 	r.stopped = true
-	st, err := r.remote.StopWith(oob.Stop{Expect: uint64(max(want, 0)), Times: times})
-	r.res.Recvs, r.recvSpan, r.err = int64(st.Received), time.Duration(st.RecvSpanNs), err
-	return err
-}
-
-// stopBidir ends a remote peer's bidir role (its stream back runs to its
-// end first) and returns what the peer reports of it.
-func (r *responder) stopBidir() (*oob.Stopped, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopped {
-		return nil, fmt.Errorf("rdmatest: bidir: the peer's role was stopped already: %w", r.err)
-	}
-	r.stopped = true
-	st, err := r.remote.StopWith(oob.Stop{})
+	st, err := r.remote.StopWith(req)
 	r.res.Recvs, r.err = int64(st.Received), err
-	return &st, err
+	return st, err
 }
 
 // Stop ends the passive side and returns its error: the loop is stopped,

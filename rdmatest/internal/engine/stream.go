@@ -149,9 +149,11 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	}
 	var back *oob.Stopped // a remote peer's bidir stream
 	if s.Bidir && p.remote != nil {
-		if back, err = resp.stopBidir(); err != nil {
+		st, err := resp.stopRemote(oob.Stop{}) // the peer's stream back runs to its end first
+		if err != nil {
 			b.Fatal(err)
 		}
+		back = &st
 	}
 	sink := &sinkReport{} // a bidir stream counts its receives in its own loop
 	if back == nil {
@@ -324,8 +326,8 @@ func (p *Pair) stopSink(resp *responder, s *Spec, before, n int64) (*sinkReport,
 		// The peer's sink settles the same way before it answers, and
 		// counts on its side (no receive times: recv-MB/s is not
 		// reported against a peer).
-		err := resp.stopExpect(r.want, s.Inbound)
-		r.res, r.span, r.remote = &resp.res, resp.recvSpan, true
+		st, err := resp.stopRemote(oob.Stop{Expect: uint64(max(r.want, 0)), Times: s.Inbound})
+		r.res, r.span, r.remote = &resp.res, time.Duration(st.RecvSpanNs), true
 		return r, err
 	}
 	p.settle(resp, s, r.want)
