@@ -12,13 +12,8 @@
 # first IPv4-mapped one.
 set -euo pipefail
 dir=$(realpath -m "$1") rounds=$2 bench=$(realpath "$3")
-dev=${RDMA_DEV:-$(ls /sys/class/infiniband | head -1)}
-[ -n "$dev" ] || { echo "families.sh: no RDMA device" >&2; exit 1; }
-gid=
-for f in /sys/class/infiniband/$dev/ports/1/gids/*; do
-	case $(cat "$f") in 0000:0000:0000:0000:0000:ffff:*) gid=$(basename "$f"); break ;; esac
-done
-[ -n "$gid" ] || { echo "families.sh: $dev port 1 has no IPv4-mapped GID" >&2; exit 1; }
+source "$(dirname "$0")/lib.sh"
+rb_device_gid
 n=5000
 # family, perftest program and options, the benchmark's -test.bench
 # pattern (every level anchored: one benchmark)
@@ -29,22 +24,6 @@ families=(
 	"atomic_lat_fadd|ib_atomic_lat -A FETCH_AND_ADD|^BenchmarkAtomicLat\$/^op=fadd\$/^transport=RC\$"
 	"atomic_lat_cas|ib_atomic_lat -A CMP_AND_SWAP|^BenchmarkAtomicLat\$/^op=cas\$/^transport=RC\$"
 )
-perftest() { # family-dir round program...
-	local out=$1/perftest.$2.txt
-	shift 2
-	timeout 120 taskset -c 1 "$@" -d "$dev" -x "$gid" -F -n $n > "$out.server" 2>&1 &
-	local srv=$! ok=
-	for try in 1 2 3 4 5 6 7 8 9 10; do
-		sleep 0.3
-		if timeout 120 taskset -c 0 "$@" -d "$dev" -x "$gid" -F -n $n -U 127.0.0.1 > "$out" 2>&1; then
-			ok=1
-			break
-		fi
-	done
-	wait $srv || true
-	rm -f "$out.server"
-	[ -n "$ok" ] || { echo "families.sh: $out: $* failed:" >&2; cat "$out" >&2; exit 1; }
-}
 ours() { # family-dir round pattern
 	local tmp=$1/hlog.tmp
 	rm -rf "$tmp"
@@ -63,11 +42,11 @@ for r in $(seq 1 "$rounds"); do
 		IFS='|' read -r name prog pattern <<<"$fam"
 		mkdir -p "$dir/$name"
 		if ((r % 2)); then
-			perftest "$dir/$name" "$r" $prog
+			rb_perftest "$dir/$name/perftest.$r.txt" $prog
 			ours "$dir/$name" "$r" "$pattern"
 		else
 			ours "$dir/$name" "$r" "$pattern"
-			perftest "$dir/$name" "$r" $prog
+			rb_perftest "$dir/$name/perftest.$r.txt" $prog
 		fi
 	done
 done
