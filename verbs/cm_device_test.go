@@ -282,7 +282,10 @@ func TestCMUnreachableAddress(t *testing.T) {
 	assert.Empty(t, liveCM())
 }
 
-func TestCMAcceptDeadline(t *testing.T) {
+// rcListener opens the device, an RC QP to accept with and a listener on
+// the device's address (an ephemeral port) that nobody dials.
+func rcListener(t *testing.T) (side, *verbs.CMListener) {
+	t.Helper()
 	dev := openDevice(t)
 	pd, err := dev.AllocPD()
 	require.NoError(t, err)
@@ -290,6 +293,11 @@ func TestCMAcceptDeadline(t *testing.T) {
 	b := cmSide(t, dev, pd, verbs.TransportRC)
 	l, err := verbs.ListenCM(netip.AddrPortFrom(cmAddr(t, dev), 0), verbs.PortSpaceTCP)
 	require.NoError(t, err)
+	return b, l
+}
+
+func TestCMAcceptDeadline(t *testing.T) {
+	b, l := rcListener(t)
 	start := time.Now()
 	c, err := l.Accept(b.qp, time.Now().Add(200*time.Millisecond))
 	require.Error(t, err)
@@ -305,13 +313,7 @@ func TestCMAcceptDeadline(t *testing.T) {
 // deadline within cmInterruptEvery (100 ms, plus scheduling), and a
 // later one at once, with ErrCMInterrupted.
 func TestCMAcceptInterrupt(t *testing.T) {
-	dev := openDevice(t)
-	pd, err := dev.AllocPD()
-	require.NoError(t, err)
-	closeLater(t, pd)
-	b := cmSide(t, dev, pd, verbs.TransportRC)
-	l, err := verbs.ListenCM(netip.AddrPortFrom(cmAddr(t, dev), 0), verbs.PortSpaceTCP)
-	require.NoError(t, err)
+	b, l := rcListener(t)
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.Accept(b.qp, time.Now().Add(time.Minute))
@@ -328,7 +330,7 @@ func TestCMAcceptInterrupt(t *testing.T) {
 		t.Fatal("Accept still waiting 5 s after Interrupt")
 	}
 	assert.Less(t, time.Since(start), time.Second)
-	_, err = l.Accept(b.qp, time.Now().Add(time.Minute))
+	_, err := l.Accept(b.qp, time.Now().Add(time.Minute))
 	assert.ErrorIs(t, err, verbs.ErrCMInterrupted, "a later Accept")
 	require.NoError(t, l.Close())
 	assert.Empty(t, liveCM())

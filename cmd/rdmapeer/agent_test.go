@@ -234,13 +234,16 @@ func TestAgentRunTimeout(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second)
 }
 
-// TestAgentClientLeaves: a client that closes its connection mid-run
-// ends the run within a second (its context is cancelled, which stops
-// the loops: see rdmaMeasurer.run), and the agent takes the next Run at
-// once instead of refusing it as busy until -run-timeout.
-func TestAgentClientLeaves(t *testing.T) {
-	m := &fakeMeasurer{block: make(chan struct{}), started: make(chan struct{}, 1), ended: make(chan error, 1)}
-	addr, _ := startAgentServer(t, m, time.Minute)
+// blockingMeasurer's runs block until their context ends (or block is
+// closed), telling their start and their end.
+func blockingMeasurer() *fakeMeasurer {
+	return &fakeMeasurer{block: make(chan struct{}), started: make(chan struct{}, 1), ended: make(chan error, 1)}
+}
+
+// runStarted sends a Run to node2 on a fresh authenticated connection to
+// addr and returns the connection once m's run has begun.
+func runStarted(t *testing.T, addr string, m *fakeMeasurer) net.Conn {
+	t.Helper()
 	c := dialAuth(t, addr, testToken)
 	require.NoError(t, oob.WriteFrame(c, oob.MsgRun, &oob.Run{Dst: "node2", Scenario: "WriteBW", Runs: 1, Iters: 1}))
 	select {
@@ -248,6 +251,17 @@ func TestAgentClientLeaves(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the Run never started")
 	}
+	return c
+}
+
+// TestAgentClientLeaves: a client that closes its connection mid-run
+// ends the run within a second (its context is cancelled, which stops
+// the loops: see rdmaMeasurer.run), and the agent takes the next Run at
+// once instead of refusing it as busy until -run-timeout.
+func TestAgentClientLeaves(t *testing.T) {
+	m := blockingMeasurer()
+	addr, _ := startAgentServer(t, m, time.Minute)
+	c := runStarted(t, addr, m)
 	left := time.Now()
 	require.NoError(t, c.Close())
 	select {
@@ -268,7 +282,7 @@ func TestAgentClientLeaves(t *testing.T) {
 // TestAgentShutdownMidRun: the peer's shutdown ends a running Run (its
 // context) and the server returns within seconds.
 func TestAgentShutdownMidRun(t *testing.T) {
-	m := &fakeMeasurer{block: make(chan struct{}), started: make(chan struct{}, 1), ended: make(chan error, 1)}
+	m := blockingMeasurer()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s := newServer(newFakeDev(), testToken, hostLimits())
@@ -278,13 +292,7 @@ func TestAgentShutdownMidRun(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, ln, s) }()
-	c := dialAuth(t, ln.Addr().String(), testToken)
-	require.NoError(t, oob.WriteFrame(c, oob.MsgRun, &oob.Run{Dst: "node2", Scenario: "WriteBW", Runs: 1, Iters: 1}))
-	select {
-	case <-m.started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the Run never started")
-	}
+	c := runStarted(t, ln.Addr().String(), m)
 	start := time.Now()
 	cancel()
 	select {
