@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rdmabench/rdmabench/cmd/internal/facts"
 	"github.com/rdmabench/rdmabench/verbs"
 )
 
@@ -87,6 +88,11 @@ func (v *verbsDevice) Port(port int) (PortFacts, error) {
 		f.Netdev = portNetdev(dir, filepath.Join(v.sysfs, "class", "infiniband", v.d.Name()), pa.GIDTableLen)
 		if f.Netdev != "" {
 			f.NetdevState = readSys(filepath.Join(v.sysfs, "class", "net", f.Netdev, "operstate"))
+			q, err := facts.ReadQoS(facts.Source{Sys: v.sysfs}, f.Netdev)
+			f.QoS = q.String()
+			if err != nil {
+				f.QoS = "unreadable: " + err.Error()
+			}
 		}
 	}
 	return f, nil

@@ -36,10 +36,13 @@ type PortFacts struct {
 	// was added on; "" on InfiniBand or when sysfs does not say), and
 	// NetdevState its operstate ("up", "down", "lowerlayerdown", …).
 	Netdev, NetdevState string
-	ActiveMTU           int
-	Speed               string
-	Width               int
-	GIDTableLen         int
+	// QoS is the netdev's RoCE ECN, trust and PFC settings as sysfs
+	// shows them (facts.QoS's text; "" on InfiniBand).
+	QoS         string
+	ActiveMTU   int
+	Speed       string
+	Width       int
+	GIDTableLen int
 }
 
 // GIDFact is one set entry of a port's GID table.

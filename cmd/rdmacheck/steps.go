@@ -77,6 +77,9 @@ func checkPort(f PortFacts) (string, *StepError) {
 		if f.Speed != "" && f.Width > 0 {
 			facts += fmt.Sprintf(", %s x%d", f.Speed, f.Width)
 		}
+		if f.QoS != "" {
+			facts += "; ECN/PFC: " + f.QoS
+		}
 		return facts, nil
 	}
 	what := fmt.Sprintf("%s is %s (physical state %s)", where, f.State, phys)

@@ -15,6 +15,17 @@ import (
 // rdmatest.Counters).
 type Counters = rdmatest.Counters
 
+// CongestionCounters are the counters of RoCE congestion control
+// (DCQCN) where a device has them: mlx5's notification point (the
+// receiver: CNPs sent, ECN-marked packets received) and reaction point
+// (the sender: CNPs handled and ignored). An agent sends them even when
+// they did not move, so that a reader can tell "none happened" from "not
+// counted" (rxe and siw have none).
+var CongestionCounters = []string{"np_cnp_sent", "np_ecn_marked_roce_packets", "rp_cnp_handled", "rp_cnp_ignored"}
+
+// Congestion tells whether name is one of CongestionCounters.
+func Congestion(name string) bool { return slices.Contains(CongestionCounters, name) }
+
 // Snapshot reads the counters and hw_counters of port of device dev
 // under src's sysfs root (rdmatest.ReadCountersIn), or with
 // src.ReadCounters when that is set.

@@ -49,6 +49,11 @@
 //     <sys>/devices/system/cpu: their common value, or when they differ
 //     "mixed:performance=30,powersave=2" (governors by name, with their
 //     CPU counts); absent without cpufreq.
+//   - netdev: a RoCE port's netdev, <dev>/ports/<port>/gid_attrs/ndevs/0.
+//   - ecn-np, ecn-rp, qos-trust, pfc: the netdev's RoCE ECN priorities
+//     as notification and reaction point, its trust mode and its PFC
+//     setting, where sysfs has them (ReadQoS: mlx5's ecn/, MLNX_OFED's
+//     qos/; rxe and siw have none).
 //
 // A fact that does not exist is absent; a file that exists and cannot
 // be read or parsed is an error naming the file and its value.

@@ -74,6 +74,11 @@ type Facts struct {
 	PCIeMaxWidth string // "x16"
 	Governor     string // "performance"
 	NUMANode     string // "0"
+	Netdev       string // the RoCE port's netdev, "eth0"
+	ECNNP        string // QoS.ECNNP, "3"
+	ECNRP        string // QoS.ECNRP, "3"
+	Trust        string // QoS.Trust, "dscp"
+	PFC          string // QoS.PFC
 }
 
 // Collect gathers the facts of port of device dev from src and from the
@@ -102,6 +107,7 @@ func collect(src Source, dev string, port int, a PortAttrs) (Facts, error) {
 		func() error { return f.addRate(devDir, port, a) },
 		func() error { return f.addPCI(filepath.Join(devDir, "device")) },
 		func() error { return f.addGovernor(src) },
+		func() error { return f.addQoS(src, devDir, port) },
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -237,6 +243,7 @@ func (f *Facts) fields() []field {
 		{"pcie-speed", &f.PCIeSpeed}, {"pcie-width", &f.PCIeWidth},
 		{"pcie-max-speed", &f.PCIeMaxSpeed}, {"pcie-max-width", &f.PCIeMaxWidth},
 		{"governor", &f.Governor}, {"numa-node", &f.NUMANode},
+		{"netdev", &f.Netdev}, {"ecn-np", &f.ECNNP}, {"ecn-rp", &f.ECNRP}, {"qos-trust", &f.Trust}, {"pfc", &f.PFC},
 	}
 }
 
@@ -254,7 +261,8 @@ func (f Facts) Map() map[string]string {
 // ConfigLines returns the configuration lines of the present facts,
 // "fabric.node.<node>.<fact>: <value>" in the contract's order (dev, fw,
 // kernel, mtu, link-speed, link-rate-mbps, gid-type, pcie-speed,
-// pcie-width, pcie-max-speed, pcie-max-width, governor, numa-node), node
+// pcie-width, pcie-max-speed, pcie-max-width, governor, numa-node,
+// netdev, ecn-np, ecn-rp, qos-trust, pfc), node
 // in lower case. node must be a valid node name (ASCII letters, digits,
 // ".-_:"), as the coordinator's nodes file requires. Values are made one
 // line as Collect makes them.
