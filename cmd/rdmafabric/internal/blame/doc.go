@@ -194,7 +194,12 @@
 // Evidence. Beside each verdict, stable reason codes: counter-moved,
 // and facts against the majority of nodes (more than half of those
 // reporting it): fw-differs, kernel-differs, mtu-differs, speed-differs
-// and width-differs (from link-speed), gid-type-differs; pcie-below-max
+// and width-differs (from link-speed), gid-type-differs, ecn-differs
+// (ecn-np or ecn-rp), qos-trust-differs, pfc-differs; pcie-below-max
 // (trained below its maximum speed or width); governor-not-performance.
-// Evidence explains; it never names a node by itself.
+// Evidence explains; it never names a node by itself. The facts of a
+// node not named that differ from the majority are listed as the
+// report's Mismatches (CONFIG lines in the text), so that a node whose
+// ECN or PFC settings differ from the others' is flagged even when its
+// timing is fine.
 package blame

@@ -22,6 +22,9 @@ const (
 	CodeSpeedDiffers   = "speed-differs"            // link speed differs from the majority
 	CodeWidthDiffers   = "width-differs"            // link width (4X) differs from the majority
 	CodeGIDTypeDiffers = "gid-type-differs"         // GID type differs from the majority
+	CodeECNDiffers     = "ecn-differs"              // RoCE ECN priorities (np or rp) differ from the majority
+	CodeTrustDiffers   = "qos-trust-differs"        // trust mode (pcp, dscp) differs from the majority
+	CodePFCDiffers     = "pfc-differs"              // PFC setting differs from the majority
 	CodePCIeBelowMax   = "pcie-below-max"           // PCIe trained below its maximum
 	CodeGovernor       = "governor-not-performance" // cpufreq governor not performance
 )
@@ -39,6 +42,10 @@ const (
 	factPCIeMaxSpeed = "pcie-max-speed"
 	factPCIeMaxWidth = "pcie-max-width"
 	factGovernor     = "governor"
+	factECNNP        = "ecn-np"
+	factECNRP        = "ecn-rp"
+	factTrust        = "qos-trust"
+	factPFC          = "pfc"
 	// derived from link-speed
 	factSpeed = "speed"
 	factWidth = "width"
@@ -82,6 +89,7 @@ func differsCodes() []struct{ fact, code string } {
 	return []struct{ fact, code string }{
 		{factFW, CodeFWDiffers}, {factKernel, CodeKernelDiffers}, {factMTU, CodeMTUDiffers},
 		{factSpeed, CodeSpeedDiffers}, {factWidth, CodeWidthDiffers}, {factGIDType, CodeGIDTypeDiffers},
+		{factECNNP, CodeECNDiffers}, {factECNRP, CodeECNDiffers}, {factTrust, CodeTrustDiffers}, {factPFC, CodePFCDiffers},
 	}
 }
 
@@ -139,10 +147,18 @@ func majorities(f *Fabric) map[string]string {
 	return out
 }
 
-// evidenceFor lists the evidence about node: moved counters, facts
-// against the majority, PCIe below its maximum, the governor.
-func evidenceFor(f *Fabric, node string, major map[string]string) []Evidence {
-	out := movedCounters(f, node)
+// mismatches lists, node by node, the facts that differ from major.
+func mismatches(f *Fabric, major map[string]string) []Evidence {
+	var out []Evidence
+	for _, node := range slices.Sorted(maps.Keys(f.Facts)) {
+		out = append(out, differs(f, node, major)...)
+	}
+	return out
+}
+
+// differs lists node's facts that differ from major.
+func differs(f *Fabric, node string, major map[string]string) []Evidence {
+	var out []Evidence
 	mine := compared(f.Facts[node])
 	for _, d := range differsCodes() {
 		v, ok := mine[d.fact]
@@ -150,6 +166,13 @@ func evidenceFor(f *Fabric, node string, major map[string]string) []Evidence {
 			out = append(out, Evidence{Code: d.code, Node: node, Key: d.fact, Value: v, Expected: m})
 		}
 	}
+	return out
+}
+
+// evidenceFor lists the evidence about node: moved counters, facts
+// against the majority, PCIe below its maximum, the governor.
+func evidenceFor(f *Fabric, node string, major map[string]string) []Evidence {
+	out := append(movedCounters(f, node), differs(f, node, major)...)
 	if e, ok := pcieBelowMax(f.Facts[node]); ok {
 		e.Node = node
 		out = append(out, e)

@@ -44,6 +44,9 @@ func (r Report) WriteText(w io.Writer) error {
 	if len(r.Unconfirmed) > 0 {
 		t.printf("not confirmed on retest: %s\n", strings.Join(r.Unconfirmed, ", "))
 	}
+	for _, e := range r.Mismatches {
+		t.printf("CONFIG %s: %s\n", e.Node, e.Short())
+	}
 	t.printf("healthy: %d nodes, %d links\n", r.Healthy.Nodes, r.Healthy.Links)
 	t.printf("judged %d nodes, %d links on %s: K=%g MADs, min drop %g%%, floor %s\n",
 		r.Total.Nodes, r.Total.Links, plural(len(r.Metrics), "metric"), r.Options.K, 100*r.Options.MinDrop, floorText(r.Options.Floor))

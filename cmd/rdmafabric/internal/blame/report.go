@@ -94,6 +94,11 @@ type Report struct {
 	Total   Counts   `json:"total"`
 	Metrics []Metric `json:"metrics"`
 	Options Options  `json:"options"`
+	// Mismatches are the facts of the nodes not named that differ from
+	// the majority (fw, kernel, MTU, link speed and width, GID type, RoCE
+	// ECN, trust, PFC), in node order: a configuration to look at, never
+	// a verdict (a named node's are in its Evidence).
+	Mismatches []Evidence `json:"mismatches,omitempty"`
 }
 
 // Exit is the process exit code for r: 0 healthy, 1 a node or link
@@ -123,6 +128,11 @@ func (j *judgement) report(f *Fabric) Report {
 	rep := Report{Suspects: j.o.Confirm, Options: j.o, Nodes: []NodeVerdict{}, Links: []LinkVerdict{}, Metrics: []Metric{}}
 	med := j.fabricMedians(f)
 	major := majorities(f)
+	for _, e := range mismatches(f, major) {
+		if _, named := j.nodes[e.Node]; !named {
+			rep.Mismatches = append(rep.Mismatches, e)
+		}
+	}
 	for _, n := range slices.Sorted(maps.Keys(j.nodes)) {
 		fds := withMedians(j.nodes[n], med)
 		rep.Nodes = append(rep.Nodes, NodeVerdict{
