@@ -27,10 +27,11 @@ type remoteAgent struct {
 	node  string
 	addr  string // host:port
 	token string
-	// dial bounds the connection and handshake; iters is each run's
-	// fixed count (0: the family's default, itersFor).
+	// dial bounds the connection and handshake; iters maps a scenario
+	// (without bench=) to its runs' fixed count (absent: the family's
+	// default, itersFor).
 	dial  time.Duration
-	iters int
+	iters map[string]int
 }
 
 // connect dials the agent (dialAgent: a refusal is retried within
@@ -79,7 +80,7 @@ func (a *remoteAgent) Run(ctx context.Context, dst string, sc coord.Scenario, ru
 		return nil, err
 	}
 	defer done()
-	req := &oob.Run{Dst: dst, Scenario: name, Runs: runs, Iters: a.iters}
+	req := &oob.Run{Dst: dst, Scenario: name, Runs: runs, Iters: a.iters[name]}
 	if req.Iters == 0 {
 		req.Iters = itersFor(name)
 	}

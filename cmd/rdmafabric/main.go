@@ -107,6 +107,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runCommand(args[1:], stdout, stderr)
 		case "report":
 			return reportCommand(args[1:], stdout, stderr)
+		case "incast":
+			return incastCommand(args[1:], stdout, stderr)
+		case "incast-report":
+			return incastReportCommand(args[1:], stdout, stderr)
 		}
 	}
 	fs := flag.NewFlagSet("rdmafabric", flag.ContinueOnError)
@@ -134,6 +138,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "usage: rdmafabric -plan (-nodes N | -nodes-file FILE) [-schedule all|quick|ring] [-k K] [-serial] [-per-pair D] [-v]")
 	fmt.Fprintln(w, "       rdmafabric run -help, rdmafabric report -help: the fabric run and the report on stored streams")
+	fmt.Fprintln(w, "       rdmafabric incast -help, rdmafabric incast-report -help: many-to-one cases with a victim flow")
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
@@ -171,7 +176,7 @@ func checkOptions(o options, rest []string) error {
 	case len(rest) > 0:
 		err = fmt.Errorf("unexpected arguments %q", rest)
 	case !o.plan:
-		err = errors.New("give a mode: rdmafabric run, rdmafabric report, or rdmafabric -plan")
+		err = errors.New("give a mode: rdmafabric run, report, incast, incast-report, or rdmafabric -plan")
 	case o.setFlags["nodes"] && o.setFlags["nodes-file"]:
 		err = fmt.Errorf("-nodes %d and -nodes-file %q: give one of them", o.nodes, o.nodesFile)
 	case !o.setFlags["nodes"] && !o.setFlags["nodes-file"]:

@@ -160,7 +160,7 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want []string // substrings of stderr: the bad value and why
 	}{
-		{nil, []string{"give a mode: rdmafabric run, rdmafabric report, or rdmafabric -plan"}},
+		{nil, []string{"give a mode: rdmafabric run, report, incast, incast-report, or rdmafabric -plan"}},
 		{[]string{"-nodes", "64"}, []string{"give a mode"}},
 		{[]string{"-plan"}, []string{"-plan needs -nodes N or -nodes-file FILE"}},
 		{[]string{"-plan", "-nodes", "1"}, []string{"-nodes 1", "1 nodes: at least 2"}},

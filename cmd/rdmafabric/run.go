@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -232,19 +233,21 @@ func fabricRun(ctx context.Context, o runOptions, log io.Writer) (judged, error)
 	if err != nil {
 		return judged{}, fmt.Errorf("%d nodes: %w", len(names), err)
 	}
-	token := os.Getenv("RDMA_PEER_TOKEN")
-	if o.tokenFile != "" {
-		if token, err = oob.ReadTokenFile(o.tokenFile); err != nil {
-			return judged{}, fmt.Errorf("-token-file: %w", err)
-		}
+	token, err := agentToken(o.tokenFile)
+	if err != nil {
+		return judged{}, err
 	}
 	co := coord.Options{Nodes: names, Plan: plan, Runs: o.runs, PairTimeout: o.pairTimeout, Concurrency: true}
 	for _, s := range o.scenarios {
 		co.Scenarios = append(co.Scenarios, coord.Scenario{Name: scenarioKey + s})
 	}
-	dial := func(node string) (coord.Agent, error) {
-		return &remoteAgent{node: node, addr: net.JoinHostPort(node, fmt.Sprint(o.port)), token: token, dial: 30 * time.Second, iters: o.iters}, nil
+	iters := make(map[string]int)
+	for _, s := range o.scenarios {
+		if o.iters > 0 {
+			iters[s] = o.iters
+		}
 	}
+	dial := agentDialer(o.port, token, iters)
 	fmt.Fprintf(log, "rdmafabric run: %d nodes, schedule %s: %d rounds, %d directed links × %d scenarios × %d runs -> %s\n",
 		len(names), plan.Kind, len(plan.Rounds), plan.Pairs(), len(co.Scenarios), o.runs, o.out)
 	first, err := pass(ctx, co, dial, o.out, log)
@@ -280,6 +283,27 @@ func fabricRun(ctx context.Context, o runOptions, log io.Writer) (judged, error)
 	}
 	bo.Confirm = false
 	return judged{blame.Confirm(first, second, bo), first}, nil
+}
+
+// agentToken is the agents' token: -token-file's, else
+// $RDMA_PEER_TOKEN.
+func agentToken(file string) (string, error) {
+	if file == "" {
+		return os.Getenv("RDMA_PEER_TOKEN"), nil
+	}
+	token, err := oob.ReadTokenFile(file)
+	if err != nil {
+		return "", fmt.Errorf("-token-file: %w", err)
+	}
+	return token, nil
+}
+
+// agentDialer dials the agents at port with token, each run of a
+// scenario at its count in iters (absent: itersFor).
+func agentDialer(port int, token string, iters map[string]int) coord.Dialer {
+	return func(node string) (coord.Agent, error) {
+		return &remoteAgent{node: node, addr: net.JoinHostPort(node, strconv.Itoa(port)), token: token, dial: 30 * time.Second, iters: iters}, nil
+	}
 }
 
 // retestFile is the second pass's file: out with "-retest" before its

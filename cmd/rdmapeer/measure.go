@@ -112,7 +112,15 @@ func (r *rdmaMeasurer) run(ctx context.Context, addr, name string, iters int) (r
 	if err != nil {
 		return nil, err
 	}
-	return resultOf(br, delta), nil
+	res = resultOf(br, delta)
+	// The congestion counters this device has travel even at zero, so
+	// that the coordinator can tell "none happened" from "not counted".
+	for _, c := range facts.CongestionCounters {
+		if _, ok := before[c]; ok {
+			res.Counters[c] = delta[c]
+		}
+	}
+	return res, nil
 }
 
 // resultOf converts a benchmark result: its metrics (ns/op, MB/s from

@@ -43,14 +43,7 @@ func (r *runner) writePair(out pairOutcome) {
 			r.failed[linkScenario{out.pair, i}] = true
 			continue
 		}
-		for _, u := range slices.Sorted(maps.Keys(declare)) {
-			better := "higher"
-			if declare[u] < 0 {
-				better = "lower"
-			}
-			r.line("Unit " + u + " better=" + better)
-			r.dirs[u] = declare[u]
-		}
+		r.declare(declare)
 		name := "BenchmarkFabric/src=" + src + "/dst=" + dst + "/" + so.sc.Name + "-1"
 		for _, res := range so.results {
 			r.line(row(name, res))
@@ -58,6 +51,18 @@ func (r *runner) writePair(out pairOutcome) {
 		}
 		r.sum.Rows += len(so.results)
 		r.rows[linkScenario{out.pair, i}] += len(so.results)
+	}
+}
+
+// declare writes the Unit lines of units first used now.
+func (r *runner) declare(declare map[string]int) {
+	for _, u := range slices.Sorted(maps.Keys(declare)) {
+		better := "higher"
+		if declare[u] < 0 {
+			better = "lower"
+		}
+		r.line("Unit " + u + " better=" + better)
+		r.dirs[u] = declare[u]
 	}
 }
 
