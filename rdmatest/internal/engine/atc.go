@@ -55,7 +55,7 @@ func streamThreads(b *testing.B, d *Dev, s Spec) {
 		if n == 0 {
 			break
 		}
-		w := &threadRun{p: NewPair(b, d, s.pairConfig()), n: n}
+		w := &threadRun{p: NewPair(b, d, s.streamPairConfig(d.Attr())), n: n}
 		ws = append(ws, w)
 		w.p.fillPatterns(&s)
 		var err error

@@ -549,6 +549,40 @@ func (s Spec) PeerSetup() (*oob.Setup, error) {
 	return setupRequest(&c, 0, 0), nil
 }
 
+// iwarpRecvDepth is the most receives a SEND stream keeps posted on a
+// device without RNR flow control (see streamPairConfig).
+const iwarpRecvDepth = 16384
+
+// streamPairConfig is the pair a stream needs on a device with attr:
+// pairConfig's, with a deeper receive queue where the transport has no
+// RNR flow control (iWARP). There a SEND that finds no receive posted is
+// fatal (siw: TERMINATE, DDP "no buffer", the sender's WR a local QP
+// operation error), not retried as on InfiniBand and RoCE; and a send
+// completes once its data is on the wire, not once the receiver's loop
+// has reposted, so the sender runs ahead of a descheduled passive loop
+// by any amount. A peak-rate run of 5000 messages against the 512
+// default receives failed so on siw0 in 4 of 15 runs in a TCG guest
+// (docs/notes/siw-2026-12-06-no-rnr.md). The queue holds as many
+// receives as the device allows, up to iwarpRecvDepth, within its CQ
+// (each receive may complete before the loop polls); they all land in
+// the one receive buffer, so the depth costs only queue entries.
+func (s Spec) streamPairConfig(a verbs.DeviceAttr) PairConfig {
+	c := s.pairConfig()
+	if a.NodeTransport != verbs.NodeTransportIWARP || !s.consumesRecv() {
+		return c
+	}
+	limit := a.MaxQPWR
+	if s.SRQ {
+		limit = a.MaxSRQWR
+	}
+	qps := max(s.QPs, 1)
+	depth := min(iwarpRecvDepth, limit, a.MaxCQE/qps-c.SendDepth)
+	if depth > 512 { // the default's
+		c.RecvDepth = depth
+	}
+	return c
+}
+
 // pairConfig is the pair a spec needs.
 func (s Spec) pairConfig() PairConfig {
 	// Latency runs keep up to 64 unsignaled sends in flight (one in 32

@@ -73,7 +73,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		return
 	}
 	b.ReportAllocs()
-	cfg := s.pairConfig()
+	cfg := s.streamPairConfig(d.Attr())
 	cfg.msgs = int64(b.N) // a remote peer's bidir stream back
 	p := NewPair(b, d, cfg)
 	defer p.close()
