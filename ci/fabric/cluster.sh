@@ -41,6 +41,7 @@ fi
 go build -o "$dir/bin/rdmapeer" ./cmd/rdmapeer
 go build -o "$dir/bin/rdmafabric" ./cmd/rdmafabric
 go build -o "$dir/bin/fabricfaults" ./ci/fabric/faults
+go build -o "$dir/bin/gate" ./ci/gate
 token=$dir/token
 if [[ ! -s $token ]]; then
 	(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$token.tmp") && mv "$token.tmp" "$token"
@@ -108,6 +109,36 @@ run=$dir/run
 rm -rf "$run"
 mkdir -p "$run"
 
+# incast_check RUN: issue #47's checks of pass.sh's incast streams: the
+# victim's p99 more than 2× idle through the bottleneck, and ci/gate
+# naming the case row (the senders' aggregate) when the bottleneck is 20%
+# lower. The gate decides each row on its runs (-replicate runs: one
+# boot, the runs interleaved with nothing but the rate changed between
+# the two files), on the case row's MB/s.
+incast_check() {
+	local run=$1 grc
+	echo "ci/fabric/cluster.sh: incast, open:"
+	"$dir/bin/rdmafabric" incast-report "$run/incast-open.txt" || return
+	echo "ci/fabric/cluster.sh: incast, through the bottleneck:"
+	"$dir/bin/rdmafabric" incast-report -expect-victim-p99 2 "$run/incast-bottleneck.txt" || return
+	echo "ci/fabric/cluster.sh: incast, the bottleneck 20% lower:"
+	"$dir/bin/rdmafabric" incast-report "$run/incast-bottleneck80.txt" || return
+	# The case rows alone: with 4 runs a side the smallest p-value of a
+	# row is 1/70, which a correction over the 6 rows a case has (flows
+	# and case) could not reach.
+	for f in bottleneck bottleneck80; do
+		grep -v -E '^BenchmarkIncast/.*/flow=(sender|victim|victim-idle)/' "$run/incast-$f.txt" >"$run/incast-$f-case.txt"
+	done
+	"$dir/bin/gate" -replicate runs -allow-undecided "$run/incast-bottleneck-case.txt" "$run/incast-bottleneck80-case.txt" >"$run/incast-gate.txt" 2>&1
+	grc=$?
+	cat "$run/incast-gate.txt"
+	if [[ $grc -ne 1 ]] || ! grep -q '^REGRESSION: Incast/dst=node1/n=3/flow=case/' "$run/incast-gate.txt"; then
+		echo "ci/fabric/cluster.sh: FAIL: the gate (exit $grc) did not name the incast case row with the bottleneck 20% lower"
+		return 1
+	fi
+	echo "ci/fabric/cluster.sh: incast PASS: victim p99 above 2× idle through the bottleneck; the gate names the 20% lower bottleneck"
+}
+
 echo "ci/fabric/cluster.sh: booting $nodes guests (deadline $timeout) with Slurm from $(slurmctld -V)"
 set +e
 SLURM_CONF=$conf FABRIC_KEY=$key FABRIC_RUN=$run FABRIC_NODES=$nodes FABRIC_BIN=$dir/bin FABRIC_TOKEN=$token \
@@ -118,6 +149,9 @@ took=$((SECONDS - start))
 if [[ $rc -ne 0 ]]; then
 	echo "ci/fabric/cluster.sh: FAIL (status $rc) after ${took}s"
 	exit "$rc"
+fi
+if [[ ${FABRIC_INCAST:-1} == 1 ]]; then
+	incast_check "$run" || { echo "ci/fabric/cluster.sh: FAIL: the incast checks"; exit 1; }
 fi
 echo "ci/fabric/cluster.sh: PASS: $nodes guests booted, Slurm up, both srun jobs right, the fabric pass named nothing on the healthy cluster and exactly the bad node and link of $(cat "$dir/run/faults.spec" 2>/dev/null) with the faults in, in ${took}s (wall clock)"
 echo "ci/fabric/cluster.sh: results, reports and heatmaps in $run/"

@@ -26,6 +26,19 @@ FABRIC_ITERS=${FABRIC_ITERS:-100}
 FABRIC_FAULT_RUNS=${FABRIC_FAULT_RUNS:-2}
 FABRIC_FAULT_ITERS=${FABRIC_FAULT_ITERS:-50}
 FABRIC_PORT=18515
+# Incast (issue #47), on the healthy cluster before the faults: 3:1 into
+# node1 with node1's victim flow to node4 (FABRIC_INCAST_ITERS 64 KiB
+# writes a sender, FABRIC_INCAST_VICTIM_ITERS round trips); open
+# (FABRIC_INCAST_OPEN_RUNS runs), then FABRIC_INCAST_RUNS runs with
+# node1's RoCE ingress through a tbf of FABRIC_INCAST_RATE kbit/s (an
+# ifb), then as many with that rate 20% lower. The host (cluster.sh)
+# checks the streams.
+FABRIC_INCAST=${FABRIC_INCAST:-1}
+FABRIC_INCAST_OPEN_RUNS=${FABRIC_INCAST_OPEN_RUNS:-2}
+FABRIC_INCAST_RUNS=${FABRIC_INCAST_RUNS:-4}
+FABRIC_INCAST_ITERS=${FABRIC_INCAST_ITERS:-30}
+FABRIC_INCAST_VICTIM_ITERS=${FABRIC_INCAST_VICTIM_ITERS:-50}
+FABRIC_INCAST_RATE=${FABRIC_INCAST_RATE:-40000}
 # Blame's thresholds come from the run itself (go doc
 # ./cmd/rdmafabric/internal/blame: the run-to-run noise, and a verdict
 # must hold in every run); FABRIC_BLAME_FLAGS adds rdmafabric flags
@@ -47,6 +60,9 @@ fabric_pass() {
 	grep "agent node" "$out/agents.log"
 
 	fabric_run healthy "$nodes" "$FABRIC_RUNS" "$FABRIC_ITERS" || return
+	if [[ $FABRIC_INCAST == 1 ]]; then
+		incast_pass "$nodes" || return
+	fi
 
 	local spec
 	spec=$(faults_spec) || return
@@ -109,4 +125,64 @@ fabric_run() {
 		return 1
 	fi
 	log "rdmafabric run ($name): PASS, named: $(tr '\n' ';' <<<"${named:-nothing}")"
+}
+
+# incast_pass NODES: the incast runs into node1, open, through the
+# bottleneck, and through the bottleneck 20% lower; the bottleneck is
+# taken out whatever happens.
+incast_pass() {
+	local nodes=$1 rc=0 low=$((FABRIC_INCAST_RATE * 8 / 10))
+	incast_run open "$nodes" "$FABRIC_INCAST_OPEN_RUNS" || return
+	bottleneck "$FABRIC_INCAST_RATE" || { bottleneck off; return 1; }
+	incast_run bottleneck "$nodes" "$FABRIC_INCAST_RUNS" || rc=1
+	tc -s qdisc show dev ifb0 # what the bottleneck sent, dropped, held
+	if [[ $rc -eq 0 ]]; then
+		bottleneck "$low" && incast_run bottleneck80 "$nodes" "$FABRIC_INCAST_RUNS" || rc=1
+		tc -s qdisc show dev ifb0
+	fi
+	bottleneck off || rc=1
+	return $rc
+}
+
+# incast_run NAME NODES RUNS: rdmafabric incast into node1 ->
+# $FABRIC_RUN/incast-NAME.txt. The victim starts 0.3 s after the
+# senders' runs are sent: their setup took 0.3-0.5 s on the guests.
+incast_run() {
+	local name=$1 nodes=$2 runs=$3 out=$FABRIC_RUN t0=$SECONDS rc
+	log "rdmafabric incast ($name): 3:1 into node1, $runs runs of $FABRIC_INCAST_ITERS"
+	timeout 600 "$FABRIC_BIN/rdmafabric" incast -nodes "$nodes" -port "$FABRIC_PORT" -receivers node1 -senders 3 \
+		-runs "$runs" -iters "$FABRIC_INCAST_ITERS" -victim-iters "$FABRIC_INCAST_VICTIM_ITERS" -victim-delay 300ms \
+		-case-timeout 4m -o "$out/incast-$name.txt" >"$out/incast-$name-report.txt"
+	rc=$?
+	log "rdmafabric incast ($name): exit $rc after $((SECONDS - t0))s:"
+	cat "$out/incast-$name-report.txt"
+	return $rc
+}
+
+# bottleneck KBIT|off: node1's RoCE ingress (UDP 4791 on eth0) through
+# ifb0 and a tbf of KBIT kbit/s, its queue bounded at 20 ms of that rate
+# (at least two 4 KiB frames): the port of a receiver under incast. The
+# agents' TCP and Slurm stay outside it.
+bottleneck() {
+	local dev=eth0 rate=$1 limit
+	if [[ $rate == off ]]; then
+		tc qdisc del dev "$dev" ingress 2>/dev/null
+		tc qdisc del dev ifb0 root 2>/dev/null
+		return 0
+	fi
+	limit=$((rate * 1000 / 8 / 50))
+	((limit < 8192)) && limit=8192
+	# The kernel did not load act_mirred on its own in the guests
+	# ("Failed to load TC action module").
+	modprobe -a ifb act_mirred cls_u32 sch_ingress sch_tbf || return
+	if ! tc qdisc show dev "$dev" ingress | grep -q ingress; then
+		ip link show ifb0 >/dev/null 2>&1 || ip link add ifb0 type ifb || return
+		ip link set ifb0 up || return
+		tc qdisc add dev "$dev" handle ffff: ingress || return
+		tc filter add dev "$dev" parent ffff: protocol ip u32 match ip protocol 17 0xff match ip dport 4791 0xffff \
+			action mirred egress redirect dev ifb0 || return
+	fi
+	tc qdisc replace dev ifb0 root tbf rate "${rate}kbit" burst 16kb limit "$limit" || return
+	log "bottleneck: node1's RoCE ingress at ${rate} kbit/s, queue $limit bytes"
+	tc -s qdisc show dev ifb0
 }
