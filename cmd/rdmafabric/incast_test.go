@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,4 +105,35 @@ func TestIncastReport(t *testing.T) {
 	code, _, errOut = runCmd("incast-report", empty)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "no incast case in the stream")
+}
+
+// The real runs of ci/fabric's incast step (four TCG guests, 3:1 into
+// node1, testdata/incast-*): each case row holds to the flow rows it is
+// computed from, the victim's p99 through the bottleneck is above 2×
+// idle, and the aggregate falls with the bottleneck 20% lower.
+func TestIncastRealRuns(t *testing.T) {
+	agg := make(map[string]float64)
+	for _, name := range []string{"open", "bottleneck", "bottleneck80"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "incast-5a2ffc4-"+name+".txt"))
+		require.NoError(t, err)
+		cases, _, err := readIncast(data)
+		require.NoError(t, err)
+		require.Len(t, cases, 1, name)
+		c := cases[0]
+		runs := len(c.vals["jain"])
+		require.Positive(t, runs)
+		for i := range runs {
+			assert.True(t, c.vals["jain"][i] >= 1.0/3 && c.vals["jain"][i] <= 1, "%s run %d: jain %v", name, i, c.vals["jain"][i])
+			assert.GreaterOrEqual(t, c.vals["fct-max-ns"][i], c.vals["fct-p50-ns"][i], name)
+			ov := c.vals["victim-overlap"][i]
+			assert.True(t, ov >= 0 && ov <= 1, "%s: overlap %v", name, ov)
+			assert.InDelta(t, c.load["p99-ns"][i]/c.idle["p99-ns"][i], c.vals["victim-p99-x"][i], 1e-9, name)
+		}
+		agg[name] = med(c.vals["MB/s"])
+		if name != "open" {
+			assert.Equal(t, 0, expectVictim(cases, 2, io.Discard), "%s: the victim's p99 through the bottleneck", name)
+		}
+	}
+	assert.Less(t, agg["bottleneck80"], agg["bottleneck"])
+	assert.Less(t, agg["bottleneck"], agg["open"])
 }
