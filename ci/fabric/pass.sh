@@ -26,18 +26,21 @@ FABRIC_ITERS=${FABRIC_ITERS:-100}
 FABRIC_FAULT_RUNS=${FABRIC_FAULT_RUNS:-2}
 FABRIC_FAULT_ITERS=${FABRIC_FAULT_ITERS:-50}
 FABRIC_PORT=18515
-# Incast (issue #47), on the healthy cluster before the faults: 3:1 into
+# Incast (issue #47), with FABRIC_INCAST=1, on the healthy cluster
+# before the faults. Off in make test: with it a fresh clone's make test
+# took 1253 s (the incast 64 s of a 413 s fabric step), over the 1200 s
+# budget. The step: 3:1 into
 # node1 with node1's victim flow to node4 (FABRIC_INCAST_ITERS 64 KiB
 # writes a sender, FABRIC_INCAST_VICTIM_ITERS round trips); open
 # (FABRIC_INCAST_OPEN_RUNS runs), then FABRIC_INCAST_RUNS runs with
 # node1's RoCE ingress through a tbf of FABRIC_INCAST_RATE kbit/s (an
 # ifb), then as many with that rate 20% lower. The host (cluster.sh)
 # checks the streams.
-FABRIC_INCAST=${FABRIC_INCAST:-1}
+FABRIC_INCAST=${FABRIC_INCAST:-0}
 FABRIC_INCAST_OPEN_RUNS=${FABRIC_INCAST_OPEN_RUNS:-2}
 FABRIC_INCAST_RUNS=${FABRIC_INCAST_RUNS:-4}
-FABRIC_INCAST_ITERS=${FABRIC_INCAST_ITERS:-30}
-FABRIC_INCAST_VICTIM_ITERS=${FABRIC_INCAST_VICTIM_ITERS:-50}
+FABRIC_INCAST_ITERS=${FABRIC_INCAST_ITERS:-100}
+FABRIC_INCAST_VICTIM_ITERS=${FABRIC_INCAST_VICTIM_ITERS:-100}
 FABRIC_INCAST_RATE=${FABRIC_INCAST_RATE:-40000}
 # Blame's thresholds come from the run itself (go doc
 # ./cmd/rdmafabric/internal/blame: the run-to-run noise, and a verdict

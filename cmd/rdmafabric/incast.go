@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -336,18 +337,21 @@ func writeIncastReport(data []byte, minOverlap float64, w io.Writer) ([]*incastC
 	return cases, nil
 }
 
-// incastReportCommand is `rdmafabric incast-report FILE`.
+// incastReportCommand is `rdmafabric incast-report FILE…`: each
+// stored stream's table, and with -chart the victim's percentiles of
+// every case of every file in one chart.
 func incastReportCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rdmafabric incast-report", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	minOverlap := fs.Float64("min-overlap", 0.9, "the least share of the victim's run inside the incast for its ratios to count (0..1)")
-	expect := fs.Float64("expect-victim-p99", 0, "a check: exit 1 unless every case's median victim-p99-x (p99 under incast ÷ idle) is above this (0: no check)")
-	err := parseSub(fs, args, "usage: rdmafabric incast-report [-min-overlap F] [-expect-victim-p99 X] FILE", stdout)
+	expect := fs.Float64("expect-victim-p99", 0, "a check: exit 1 unless every case's median victim-p99-x (p99 under incast ÷ idle) is above this and its median overlap at least -min-overlap (0: no check)")
+	chart := fs.String("chart", "", "also draw the victim's percentiles idle and under incast, every case of every file, to PREFIX.svg and .png")
+	err := parseSub(fs, args, "usage: rdmafabric incast-report [-min-overlap F] [-expect-victim-p99 X] [-chart PREFIX] FILE…", stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	if err == nil && fs.NArg() != 1 {
-		err = fmt.Errorf("want one result file, got %d arguments", fs.NArg())
+	if err == nil && fs.NArg() == 0 {
+		err = errors.New("want at least one result file")
 	}
 	if err == nil && !(*minOverlap >= 0 && *minOverlap <= 1) {
 		err = fmt.Errorf("-min-overlap %v: want 0..1", *minOverlap)
@@ -355,30 +359,59 @@ func incastReportCommand(args []string, stdout, stderr io.Writer) int {
 	if err == nil && !(*expect >= 0 && *expect <= 1e6) {
 		err = fmt.Errorf("-expect-victim-p99 %v: want 0..1e6", *expect)
 	}
-	var data []byte
-	if err == nil {
-		data, err = os.ReadFile(fs.Arg(0))
+	var all []*incastCase
+	var charted []chartCase
+	for i, file := range fs.Args() {
+		if err != nil {
+			break
+		}
+		var data []byte
+		if data, err = os.ReadFile(file); err != nil {
+			break
+		}
+		if fs.NArg() > 1 {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			fmt.Fprintf(stdout, "%s:\n", file)
+		}
+		var cases []*incastCase
+		if cases, err = writeIncastReport(data, *minOverlap, stdout); err != nil {
+			err = fmt.Errorf("%s: %w", file, err)
+			break
+		}
+		all = append(all, cases...)
+		name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		for _, c := range cases {
+			charted = append(charted, chartCase{label: fmt.Sprintf("%s\n%s n=%d", name, c.dst, c.n), c: c})
+		}
 	}
-	var cases []*incastCase
-	if err == nil {
-		cases, err = writeIncastReport(data, *minOverlap, stdout)
+	if err == nil && *chart != "" {
+		err = incastChart(charted, *chart)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "rdmafabric incast-report:", err)
 		return exitCouldNotRun
 	}
 	if *expect > 0 {
-		return expectVictim(cases, *expect, stdout)
+		return expectVictim(all, *expect, *minOverlap, stdout)
 	}
 	return 0
 }
 
 // expectVictim is -expect-victim-p99's check: 0 when every case's median
-// victim-p99-x is above x, else 1, each case below named.
-func expectVictim(cases []*incastCase, x float64, w io.Writer) int {
+// victim-p99-x is above x and its victim ran inside the incast (median
+// victim-overlap at least minOverlap: otherwise the ratio measures
+// nothing), else 1, each such case named.
+func expectVictim(cases []*incastCase, x, minOverlap float64, w io.Writer) int {
 	code := 0
 	for _, c := range cases {
-		if got := med(c.vals["victim-p99-x"]); !(got > x) {
+		got, ov := med(c.vals["victim-p99-x"]), med(c.vals["victim-overlap"])
+		switch {
+		case !(ov >= minOverlap):
+			fmt.Fprintf(w, "FAIL: %s n=%d: the victim ran inside the incast for %.2f of its run (median), under %.2f: not judged\n", c.dst, c.n, ov, minOverlap)
+			code = 1
+		case !(got > x):
 			fmt.Fprintf(w, "FAIL: %s n=%d: the victim's p99 is %.2f× idle, not above %.2f×\n", c.dst, c.n, got, x)
 			code = 1
 		}

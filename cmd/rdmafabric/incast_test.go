@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,12 +89,15 @@ func TestIncastReport(t *testing.T) {
 	assert.Contains(t, out, "overlap < 0.90) in: n1 n=2 (least 0.50)")
 	assert.Contains(t, out, "fabric.incast.congestion-counters: not counted by these devices")
 
-	code, out, _ = runCmd("incast-report", "-expect-victim-p99", "5", file)
+	code, out, _ = runCmd("incast-report", "-expect-victim-p99", "5", "-min-overlap", "0.7", file)
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "PASS: every case's victim p99 is above 5.00× idle")
-	code, out, _ = runCmd("incast-report", "-expect-victim-p99", "6", file)
+	code, out, _ = runCmd("incast-report", "-expect-victim-p99", "6", "-min-overlap", "0.7", file)
 	assert.Equal(t, 1, code, "6× is not above 6×")
 	assert.Contains(t, out, "FAIL: n1 n=2: the victim's p99 is 6.00× idle, not above 6.00×")
+	code, out, _ = runCmd("incast-report", "-expect-victim-p99", "5", file)
+	assert.Equal(t, 1, code, "a median overlap of 0.72 is under the default 0.9")
+	assert.Contains(t, out, "FAIL: n1 n=2: the victim ran inside the incast for 0.72 of its run (median), under 0.90: not judged")
 
 	code, _, errOut = runCmd("incast-report", filepath.Join(t.TempDir(), "none.txt"))
 	assert.Equal(t, 2, code)
@@ -112,9 +114,15 @@ func TestIncastReport(t *testing.T) {
 // computed from, the victim's p99 through the bottleneck is above 2×
 // idle, and the aggregate falls with the bottleneck 20% lower.
 func TestIncastRealRuns(t *testing.T) {
+	for _, run := range []string{"incast-5a2ffc4-", "incast-534c726-"} {
+		t.Run(run, func(t *testing.T) { realIncast(t, run) })
+	}
+}
+
+func realIncast(t *testing.T, run string) {
 	agg := make(map[string]float64)
 	for _, name := range []string{"open", "bottleneck", "bottleneck80"} {
-		data, err := os.ReadFile(filepath.Join("testdata", "incast-5a2ffc4-"+name+".txt"))
+		data, err := os.ReadFile(filepath.Join("testdata", run+name+".txt"))
 		require.NoError(t, err)
 		cases, _, err := readIncast(data)
 		require.NoError(t, err)
@@ -131,9 +139,40 @@ func TestIncastRealRuns(t *testing.T) {
 		}
 		agg[name] = med(c.vals["MB/s"])
 		if name != "open" {
-			assert.Equal(t, 0, expectVictim(cases, 2, io.Discard), "%s: the victim's p99 through the bottleneck", name)
+			var out strings.Builder
+			code := expectVictim(cases, 2, 0.9, &out)
+			if med(c.vals["victim-overlap"]) >= 0.9 {
+				assert.Equal(t, 0, code, "%s: the victim's p99 through the bottleneck: %s", name, out.String())
+			} else {
+				assert.Equal(t, 1, code)
+				assert.Contains(t, out.String(), "not judged")
+			}
 		}
 	}
 	assert.Less(t, agg["bottleneck80"], agg["bottleneck"])
 	assert.Less(t, agg["bottleneck"], agg["open"])
+}
+
+// incast-report reads several stored streams, checks them all and
+// draws one chart of every case.
+func TestIncastReportChart(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "incast-5a2ffc4-bottleneck*.txt"))
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	prefix := filepath.Join(t.TempDir(), "chart")
+	code, out, errOut := runCmd(append([]string{"incast-report", "-expect-victim-p99", "2", "-chart", prefix}, files...)...)
+	require.Equal(t, 0, code, errOut)
+	for _, f := range files {
+		assert.Contains(t, out, f+":\n")
+	}
+	assert.Contains(t, out, "PASS: every case's victim p99 is above 2.00× idle")
+	for _, ext := range []string{".svg", ".png"} {
+		st, err := os.Stat(prefix + ext)
+		require.NoError(t, err)
+		assert.Positive(t, st.Size())
+	}
+	assert.ErrorContains(t, incastChart(nil, prefix), "no case")
+	code, _, errOut = runCmd("incast-report")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "want at least one result file")
 }
