@@ -137,7 +137,8 @@ incast_check() {
 		echo "ci/fabric/cluster.sh: FAIL: the gate (exit $grc) did not name the incast case row with the bottleneck 20% lower"
 		return 1
 	fi
-	echo "ci/fabric/cluster.sh: incast PASS: victim p99 above 2× idle through the bottleneck; the gate names the 20% lower bottleneck"
+	"$dir/bin/rdmafabric" incast-report -chart "$run/incast-victim" "$run/incast-open.txt" "$run/incast-bottleneck.txt" "$run/incast-bottleneck80.txt" >/dev/null || return
+	echo "ci/fabric/cluster.sh: incast PASS: victim p99 above 2× idle through the bottleneck; the gate names the 20% lower bottleneck; chart $run/incast-victim.png"
 }
 
 echo "ci/fabric/cluster.sh: booting $nodes guests (deadline $timeout) with Slurm from $(slurmctld -V)"
