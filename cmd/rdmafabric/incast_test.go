@@ -114,7 +114,7 @@ func TestIncastReport(t *testing.T) {
 // computed from, the victim's p99 through the bottleneck is above 2×
 // idle, and the aggregate falls with the bottleneck 20% lower.
 func TestIncastRealRuns(t *testing.T) {
-	for _, run := range []string{"incast-5a2ffc4-", "incast-534c726-", "incast-bfbfd5c-"} {
+	for _, run := range []string{"incast-5a2ffc4-", "incast-534c726-", "incast-bfbfd5c-", "incast-9f413e8-delay1s-"} {
 		t.Run(run, func(t *testing.T) { realIncast(t, run) })
 	}
 }
