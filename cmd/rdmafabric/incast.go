@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,10 +17,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"golang.org/x/perf/benchfmt"
-
 	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/coord"
 	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/schedule"
+	"github.com/rdmabench/rdmabench/internal/results"
+	"github.com/rdmabench/rdmabench/internal/stats"
 	"github.com/rdmabench/rdmabench/rdmatest/oob"
 	"github.com/rdmabench/rdmabench/rdmatest/scenario"
 )
@@ -234,42 +233,35 @@ func readIncast(data []byte) ([]*incastCase, []string, error) {
 	var cases []*incastCase
 	byKey := make(map[string]*incastCase)
 	var notes []string
-	rd := benchfmt.NewReader(bytes.NewReader(data), "incast")
+	rd := results.NewReader(bytes.NewReader(data), "incast")
+	rd.Strict()
 	for rd.Scan() {
-		switch rec := rd.Result(); rec := rec.(type) {
-		case *benchfmt.SyntaxError:
-			return nil, nil, rec
-		case *benchfmt.Result:
-			base, parts := rec.Name.Parts()
-			if string(base) != "Incast" {
-				continue
+		rec := rd.Result()
+		parts := strings.Split(rec.Name, "/")
+		if parts[0] != "Incast" {
+			continue
+		}
+		kv := make(map[string]string)
+		for _, p := range parts[1:] {
+			k, v, _ := strings.Cut(p, "=")
+			if _, dup := kv[k]; !dup {
+				kv[k] = v
 			}
-			kv := make(map[string]string)
-			for _, p := range parts {
-				k, v, _ := strings.Cut(strings.TrimPrefix(string(p), "/"), "=")
-				if _, dup := kv[k]; !dup {
-					kv[k] = v
-				}
-			}
-			n, _ := strconv.Atoi(kv["n"])
-			key := kv["dst"] + "/" + kv["n"]
-			c := byKey[key]
-			if c == nil {
-				c = &incastCase{dst: kv["dst"], n: n, vals: map[string][]float64{}, idle: map[string][]float64{}, load: map[string][]float64{}}
-				byKey[key] = c
-				cases = append(cases, c)
-			}
-			into := map[string]map[string][]float64{"case": c.vals, "victim-idle": c.idle, "victim": c.load}[kv["flow"]]
-			if into == nil {
-				continue
-			}
-			for _, v := range rec.Values {
-				unit, val := v.OrigUnit, v.OrigValue
-				if unit == "" {
-					unit, val = v.Unit, v.Value
-				}
-				into[unit] = append(into[unit], val)
-			}
+		}
+		n, _ := strconv.Atoi(kv["n"])
+		key := kv["dst"] + "/" + kv["n"]
+		c := byKey[key]
+		if c == nil {
+			c = &incastCase{dst: kv["dst"], n: n, vals: map[string][]float64{}, idle: map[string][]float64{}, load: map[string][]float64{}}
+			byKey[key] = c
+			cases = append(cases, c)
+		}
+		into := map[string]map[string][]float64{"case": c.vals, "victim-idle": c.idle, "victim": c.load}[kv["flow"]]
+		if into == nil {
+			continue // a sender's row
+		}
+		for _, v := range rec.Values {
+			into[v.Unit] = append(into[v.Unit], v.Value)
 		}
 	}
 	if err := rd.Err(); err != nil {
@@ -281,19 +273,6 @@ func readIncast(data []byte) ([]*incastCase, []string, error) {
 		}
 	}
 	return cases, notes, nil
-}
-
-// med is the median of x, NaN when empty.
-func med(x []float64) float64 {
-	if len(x) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(x)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // writeIncastReport prints one line a case, the medians over its runs:
@@ -320,10 +299,10 @@ func writeIncastReport(data []byte, minOverlap float64, w io.Writer) ([]*incastC
 			short = append(short, fmt.Sprintf("%s n=%d (least %.2f)", c.dst, c.n, slices.Min(ov)))
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.3f\t%s\t%s\t%s\t%s→%s\t%s→%s\t%s→%s\t%.2f\t%.2f\t\n",
-			c.dst, c.n, len(c.vals["jain"]), med(c.vals["MB/s"]), med(c.vals["jain"]),
-			ms(med(c.vals["fct-p50-ns"])), ms(med(c.vals["fct-max-ns"])), ms(med(c.vals["sender-skew-ns"])),
-			us(med(c.idle["p50-ns"])), us(med(c.load["p50-ns"])), us(med(c.idle["p99-ns"])), us(med(c.load["p99-ns"])),
-			us(med(c.idle["p99.9-ns"])), us(med(c.load["p99.9-ns"])), med(c.vals["victim-p99-x"]), med(c.vals["victim-overlap"]))
+			c.dst, c.n, len(c.vals["jain"]), stats.Median(c.vals["MB/s"]), stats.Median(c.vals["jain"]),
+			ms(stats.Median(c.vals["fct-p50-ns"])), ms(stats.Median(c.vals["fct-max-ns"])), ms(stats.Median(c.vals["sender-skew-ns"])),
+			us(stats.Median(c.idle["p50-ns"])), us(stats.Median(c.load["p50-ns"])), us(stats.Median(c.idle["p99-ns"])), us(stats.Median(c.load["p99-ns"])),
+			us(stats.Median(c.idle["p99.9-ns"])), us(stats.Median(c.load["p99.9-ns"])), stats.Median(c.vals["victim-p99-x"]), stats.Median(c.vals["victim-overlap"]))
 	}
 	if err := tw.Flush(); err != nil {
 		return nil, err
@@ -406,7 +385,7 @@ func incastReportCommand(args []string, stdout, stderr io.Writer) int {
 func expectVictim(cases []*incastCase, x, minOverlap float64, w io.Writer) int {
 	code := 0
 	for _, c := range cases {
-		got, ov := med(c.vals["victim-p99-x"]), med(c.vals["victim-overlap"])
+		got, ov := stats.Median(c.vals["victim-p99-x"]), stats.Median(c.vals["victim-overlap"])
 		switch {
 		case !(ov >= minOverlap):
 			fmt.Fprintf(w, "FAIL: %s n=%d: the victim ran inside the incast for %.2f of its run (median), under %.2f: not judged\n", c.dst, c.n, ov, minOverlap)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rdmabench/rdmabench/internal/stats"
 )
 
 // Bad incast flags are refused with the value and the limit, before any
@@ -140,11 +142,11 @@ func realIncast(t *testing.T, run string) {
 		}
 		c := cases[0] // node1: the open sweep's first receiver, and the bottleneck's
 		require.Equal(t, "node1", c.dst)
-		agg[name] = med(c.vals["MB/s"])
+		agg[name] = stats.Median(c.vals["MB/s"])
 		if name != "open" {
 			var out strings.Builder
 			code := expectVictim(cases, 2, 0.9, &out)
-			if med(c.vals["victim-overlap"]) >= 0.9 {
+			if stats.Median(c.vals["victim-overlap"]) >= 0.9 {
 				assert.Equal(t, 0, code, "%s: the victim's p99 through the bottleneck: %s", name, out.String())
 			} else {
 				assert.Equal(t, 1, code)

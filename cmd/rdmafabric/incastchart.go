@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/rdmabench/rdmabench/internal/stats"
 )
 
 // chartCase is one case of one stored stream, as the chart shows it.
@@ -52,7 +54,7 @@ func incastChart(cases []chartCase, path string) error {
 				for _, y := range v {
 					lo, hi = min(lo, y), max(hi, y)
 				}
-				m := med(v) / 1e6
+				m := stats.Median(v) / 1e6
 				pts = append(pts, plotter.XY{X: x, Y: m})
 				bars.XYs = append(bars.XYs, plotter.XY{X: x, Y: m})
 				bars.YErrors = append(bars.YErrors, struct{ Low, High float64 }{m - lo/1e6, hi/1e6 - m})

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rdmabench/rdmabench/internal/stats"
 )
 
 var updateIncast = flag.Bool("update", false, "render docs/fabric.md's table of real incast runs again")
@@ -42,7 +44,7 @@ func TestIncastTable(t *testing.T) {
 		cases, _, err := readIncast(data)
 		require.NoError(t, err, f)
 		for _, c := range cases {
-			x, ov := med(c.vals["victim-p99-x"]), med(c.vals["victim-overlap"])
+			x, ov := stats.Median(c.vals["victim-p99-x"]), stats.Median(c.vals["victim-overlap"])
 			verdict := "FAIL"
 			switch {
 			case ov < 0.9:
@@ -51,9 +53,9 @@ func TestIncastTable(t *testing.T) {
 				verdict = "PASS"
 			}
 			fmt.Fprintf(&w, "| %s | %s | %d | %d | %.2f | %.3f | %.1f | %.0f | %.1f → %.1f | %.1f | %.2f | %s |\n",
-				strings.TrimSuffix(filepath.Base(f), ".txt"), c.dst, c.n, len(c.vals["jain"]), med(c.vals["MB/s"]), med(c.vals["jain"]),
-				med(c.vals["fct-p50-ns"])/1e9, med(c.vals["sender-skew-ns"])/1e6, med(c.idle["p99-ns"])/1e6, med(c.load["p99-ns"])/1e6,
-				x, med(c.vals["victim-overlap"]), verdict)
+				strings.TrimSuffix(filepath.Base(f), ".txt"), c.dst, c.n, len(c.vals["jain"]), stats.Median(c.vals["MB/s"]), stats.Median(c.vals["jain"]),
+				stats.Median(c.vals["fct-p50-ns"])/1e9, stats.Median(c.vals["sender-skew-ns"])/1e6, stats.Median(c.idle["p99-ns"])/1e6, stats.Median(c.load["p99-ns"])/1e6,
+				x, stats.Median(c.vals["victim-overlap"]), verdict)
 		}
 	}
 	want := w.String()

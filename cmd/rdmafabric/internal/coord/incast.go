@@ -16,6 +16,7 @@ import (
 
 	"github.com/rdmabench/rdmabench/cmd/internal/facts"
 	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/schedule"
+	"github.com/rdmabench/rdmabench/internal/stats"
 )
 
 // IncastPkg is the benchmark family of an incast stream's rows.
@@ -404,7 +405,7 @@ func caseMetrics(out incastOutcome) (map[string]float64, error) {
 	m := map[string]float64{
 		"MB/s":           bytes / 1e6 / (last - first).Seconds(),
 		"jain":           sum * sum / (float64(n) * sumSq),
-		"fct-p50-ns":     median(fcts),
+		"fct-p50-ns":     stats.Median(fcts),
 		"fct-max-ns":     slices.Max(fcts),
 		"sender-skew-ns": float64(latest - first),
 	}
@@ -420,14 +421,4 @@ func caseMetrics(out incastOutcome) (map[string]float64, error) {
 		m["victim-"+p+"-x"] = load / idle
 	}
 	return m, nil
-}
-
-// median is the median of x (not empty); x is sorted in place.
-func median(x []float64) float64 {
-	slices.Sort(x)
-	if n := len(x); n%2 == 1 {
-		return x[n/2]
-	} else {
-		return (x[n/2-1] + x[n/2]) / 2
-	}
 }

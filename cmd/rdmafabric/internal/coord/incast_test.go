@@ -14,10 +14,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/perf/benchfmt"
 
 	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/coord"
 	"github.com/rdmabench/rdmabench/cmd/rdmafabric/internal/schedule"
+	"github.com/rdmabench/rdmabench/internal/results"
 )
 
 var (
@@ -116,25 +116,19 @@ func incastRows(t *testing.T, data []byte) (map[string]map[string][]float64, []s
 	t.Helper()
 	rows := make(map[string]map[string][]float64)
 	var config []string
-	rd := benchfmt.NewReader(bytes.NewReader(data), "incast")
+	rd := results.NewReader(bytes.NewReader(data), "incast")
+	rd.Strict()
 	for rd.Scan() {
-		switch rec := rd.Result(); rec := rec.(type) {
-		case *benchfmt.Result:
-			name := "Benchmark" + strings.TrimSuffix(string(rec.Name.Full()), "-1")
-			if rows[name] == nil {
-				rows[name] = make(map[string][]float64)
-			}
-			for _, v := range rec.Values {
-				unit, val := v.OrigUnit, v.OrigValue // as written, before benchfmt tidies it
-				if unit == "" {
-					unit, val = v.Unit, v.Value
-				}
-				rows[name][unit] = append(rows[name][unit], val)
-			}
-		case *benchfmt.SyntaxError:
-			t.Fatalf("syntax error: %v", rec)
+		rec := rd.Result()
+		name := "Benchmark" + strings.TrimSuffix(rec.Name, "-1")
+		if rows[name] == nil {
+			rows[name] = make(map[string][]float64)
+		}
+		for _, v := range rec.Values {
+			rows[name][v.Unit] = append(rows[name][v.Unit], v.Value)
 		}
 	}
+	require.NoError(t, rd.Err())
 	for _, l := range strings.Split(string(data), "\n") {
 		if strings.HasPrefix(l, "fabric.") {
 			config = append(config, l)
