@@ -1,7 +1,6 @@
 package coord
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -135,22 +134,9 @@ func RunIncast(ctx context.Context, o IncastOptions, dial Dialer, w io.Writer) (
 	if dial == nil || w == nil {
 		return Summary{}, errors.New("coord: incast: nil dialer or writer")
 	}
-	r := &runner{
-		o:      Options{Nodes: o.Nodes, PairTimeout: o.CaseTimeout, Concurrency: true, Runs: o.Runs},
-		dial:   dial,
-		bw:     bufio.NewWriter(w),
-		dirs:   make(map[string]int),
-		counts: make([]map[string]uint64, len(o.Nodes)),
-	}
-	header := r.connect(ctx)
-	r.line("pkg: " + Pkg)
-	for _, lines := range header {
-		for _, l := range lines {
-			r.line(l)
-		}
-	}
-	if err := r.bw.Flush(); err != nil {
-		return r.sum, fmt.Errorf("coord: writing the stream header: %w", err)
+	r, err := start(ctx, Options{Nodes: o.Nodes, PairTimeout: o.CaseTimeout, Concurrency: true, Runs: o.Runs}, dial, w)
+	if err != nil {
+		return r.sum, err
 	}
 	failed := make([]bool, len(o.Cases))
 	done := make([]int, len(o.Cases))

@@ -69,22 +69,9 @@ func Run(ctx context.Context, o Options, dial Dialer, w io.Writer) (Summary, err
 	if dial == nil || w == nil {
 		return Summary{}, errors.New("coord: run: nil dialer or writer")
 	}
-	r := &runner{
-		o:      o,
-		dial:   dial,
-		bw:     bufio.NewWriter(w),
-		dirs:   make(map[string]int),
-		counts: make([]map[string]uint64, len(o.Nodes)),
-	}
-	facts := r.connect(ctx)
-	r.line("pkg: " + Pkg)
-	for _, lines := range facts {
-		for _, l := range lines {
-			r.line(l)
-		}
-	}
-	if err := r.bw.Flush(); err != nil {
-		return r.sum, fmt.Errorf("coord: writing the stream header: %w", err)
+	r, err := start(ctx, o, dial, w)
+	if err != nil {
+		return r.sum, err
 	}
 	var stopped error
 	r.failed = make(map[linkScenario]bool)
@@ -127,6 +114,31 @@ passes:
 		return r.sum, err
 	}
 	return r.sum, nil
+}
+
+// start makes the runner of o and writes the stream's header: it dials
+// every node (connect), then writes the package line and the nodes'
+// facts. The error is the header's write error; the runner's Summary
+// holds the nodes that failed either way.
+func start(ctx context.Context, o Options, dial Dialer, w io.Writer) (*runner, error) {
+	r := &runner{
+		o:      o,
+		dial:   dial,
+		bw:     bufio.NewWriter(w),
+		dirs:   make(map[string]int),
+		counts: make([]map[string]uint64, len(o.Nodes)),
+	}
+	facts := r.connect(ctx)
+	r.line("pkg: " + Pkg)
+	for _, lines := range facts {
+		for _, l := range lines {
+			r.line(l)
+		}
+	}
+	if err := r.bw.Flush(); err != nil {
+		return r, fmt.Errorf("coord: writing the stream header: %w", err)
+	}
+	return r, nil
 }
 
 // line writes one line; bufio keeps the first write error.
