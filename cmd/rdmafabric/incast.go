@@ -152,19 +152,9 @@ func incastCommand(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	var o incastOptions
 	incastFlags(fs, &o)
-	err := parseSub(fs, args, "usage: rdmafabric incast [-nodes a,b,… | -nodes-file FILE] [-receivers a,b] [-senders 2,3] [-o incast.txt] [flags]", stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err == nil {
-		err = checkIncastOptions(&o)
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "rdmafabric incast:", err)
-		return exitCouldNotRun
+	synopsis := "usage: rdmafabric incast [-nodes a,b,… | -nodes-file FILE] [-receivers a,b] [-senders 2,3] [-o incast.txt] [flags]"
+	if code, done := parseCommand(fs, args, synopsis, func() error { return checkIncastOptions(&o) }, stdout, stderr); done {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

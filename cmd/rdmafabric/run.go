@@ -182,25 +182,37 @@ func parseSub(fs *flag.FlagSet, args []string, synopsis string, stdout io.Writer
 	return err
 }
 
+// parseCommand parses the flags of a subcommand that takes no
+// arguments (parseSub) and checks them with check. done tells that the
+// command ends here, with code: 0 after -help, exitCouldNotRun after a
+// bad flag, argument or option, printed to stderr after fs's name.
+func parseCommand(fs *flag.FlagSet, args []string, synopsis string, check func() error, stdout, stderr io.Writer) (code int, done bool) {
+	err := parseSub(fs, args, synopsis, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0, true
+	}
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if err == nil {
+		err = check()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, fs.Name()+":", err)
+		return exitCouldNotRun, true
+	}
+	return 0, false
+}
+
 // runCommand is `rdmafabric run`: it returns the exit status.
 func runCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rdmafabric run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var o runOptions
 	runFlags(fs, &o)
-	err := parseSub(fs, args, "usage: rdmafabric run [-nodes a,b,… | -nodes-file FILE] [-scenario NAME …] [-o fabric.txt] [flags]", stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err == nil && fs.NArg() > 0 {
-		err = fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if err == nil {
-		err = checkRunOptions(&o)
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "rdmafabric run:", err)
-		return exitCouldNotRun
+	synopsis := "usage: rdmafabric run [-nodes a,b,… | -nodes-file FILE] [-scenario NAME …] [-o fabric.txt] [flags]"
+	if code, done := parseCommand(fs, args, synopsis, func() error { return checkRunOptions(&o) }, stdout, stderr); done {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
