@@ -135,6 +135,7 @@ import (
 	"strings"
 
 	"github.com/rdmabench/rdmabench/ci/gate/internal/gate"
+	"github.com/rdmabench/rdmabench/internal/results"
 )
 
 func main() {
@@ -177,7 +178,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return gate.ExitInput
 	}
 	opt.NoCorrection = *noCorrection
-	if opt.Decide, err = gate.ParseDecide(*decide); err != nil {
+	if opt.Decide, err = results.ParseDecide(*decide); err != nil {
 		fmt.Fprintf(stderr, "gate: -decide: %v\n", err)
 		return gate.ExitInput
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rdmabench/rdmabench/internal/results"
 )
 
 // fixture is the path of a file in ci/gate/testdata.
@@ -78,11 +80,11 @@ func TestDecidingUnit(t *testing.T) {
 	assert.Equal(t, "Other", familyName("Other-2"))
 	assert.Equal(t, "WriteLat", familyName("WriteLat/size=8-2"))
 
-	m, err := ParseDecide("SendLat=p99-ns, BenchmarkReadBW=msgs/s")
+	m, err := results.ParseDecide("SendLat=p99-ns, BenchmarkReadBW=msgs/s")
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"SendLat": "p99-ns", "ReadBW": "msgs/s"}, m)
 	for _, bad := range []string{"SendLat", "=p50-ns", "SendLat/size=8=p50-ns", "SendLat="} {
-		_, err := ParseDecide(bad)
+		_, err := results.ParseDecide(bad)
 		assert.ErrorContains(t, err, "want Family=unit", bad)
 	}
 }
