@@ -27,7 +27,7 @@ BENCH_TIMEOUT := 3h
 endif
 STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: all deps build test unit devtest vmtest fuzz bench compare plots calibrate calibration-table calibrate-setup calibrate-phases progcost clean
+.PHONY: all deps build test unit devtest vmtest fuzz bench compare history plots calibrate calibration-table calibrate-setup calibrate-phases progcost clean
 
 all: build
 
@@ -62,7 +62,10 @@ test: build
 # per family (go doc ./cmd/rdmasummary) and the plots (make plots). A
 # plotting failure (such as nothing to draw: rdmaplot needs a size= axis or
 # .hlog files) does not fail the run: the results stand, the message says
-# why there are no plots.
+# why there are no plots. Last, the results file goes into the history
+# (results/history.db; HISTORY_SERVER=URL uploads it to a perfdata server
+# as well: docs/history.md); a failure there does not fail the run either.
+HISTORY_SERVER ?=
 bench: build
 	@mkdir -p results
 	go test -c -o .cache/bench.test ./bench_test
@@ -72,6 +75,7 @@ bench: build
 		-rdma.hlog ../results/bench-$(STAMP)-hlog $(BENCHARGS) | tee ../results/bench-$(STAMP).txt
 	@echo; go run ./cmd/rdmasummary results/bench-$(STAMP).txt
 	@echo; $(MAKE) --no-print-directory plots RESULTS=results/bench-$(STAMP).txt || echo "make bench: no plots (above: why)"
+	@echo; go run ./cmd/rdmahistory store $(if $(HISTORY_SERVER),-server '$(HISTORY_SERVER)') results/bench-$(STAMP).txt || echo "make bench: not stored in the history (above: why)"
 	@echo; echo "make bench: results in results/bench-$(STAMP).txt (histograms in results/bench-$(STAMP)-hlog/;" \
 		"all units: go run golang.org/x/perf/cmd/benchstat results/bench-$(STAMP).txt)"
 
@@ -101,6 +105,12 @@ COMPARE_BLOCK ?= 1
 COMPARE_PROCS ?= 3
 compare: build
 	BENCH='$(BENCH)' COUNT='$(COMPARE_COUNT)' BLOCK='$(COMPARE_BLOCK)' PROCS='$(COMPARE_PROCS)' BENCHTIME='$(COMPARE_BENCHTIME)' GATEFLAGS='$(GATEFLAGS)' SLOW='$(value SLOW)' bash ci/compare.sh '$(OLD)' '$(NEW)'
+
+# make history: every stored run as series, their change points (exit 1:
+# a new one worse by more than 10% in a series' last 5 runs) and the
+# trend page results/history.html (go doc ./cmd/rdmahistory).
+history:
+	go run ./cmd/rdmahistory -html results/history.html $(if $(HISTORY_SERVER),-server '$(HISTORY_SERVER)')
 
 # make plots RESULTS=results/bench-….txt: SVG and PNG charts next to it;
 # prints the SVG paths (a PNG beside each) and their count.

@@ -50,7 +50,9 @@ for d in CPING_PERFTEST_QUEUES CPING_TWO_PROCESSES CPING_PERFTEST_LOOP; do
 done
 
 step "unit tests on the host (device tests skip here; they run on a device below)"
-RDMA_REQUIRE=0 CI= go test -count=1 -timeout 10m ./...
+# (the history's trend page loads in headless Chromium: make deps
+# installs it, and RDMAHISTORY_CHROMIUM=1 fails the test without it)
+RDMA_REQUIRE=0 CI= RDMAHISTORY_CHROMIUM=1 go test -count=1 -timeout 10m ./...
 
 step "VM failure tests of the loopback runner"
 # The log shows each test's name and result; on a failure, the whole
@@ -71,7 +73,7 @@ step "brief fuzzing of every parser of outside input"
 # can report its own deadline as a failure ("context deadline exceeded",
 # no failing input; golang/go#75804, fixed in Go 1.27). 20000 inputs take
 # 1-7 s per target here.
-for t in ./rdmatest/internal/sizes:FuzzParseSizes ./internal/results:FuzzRead ./rdmatest/oob:FuzzDecode ./cmd/rdmapeer:FuzzSession ./ci/gate:FuzzGate ./ci/calibrate:FuzzParsePerftest ./cmd/rdmaplot:FuzzReadResults ./cmd/rdmaplot:FuzzReadHlog ./cmd/rdmacheck:FuzzControlMessage; do
+for t in ./rdmatest/internal/sizes:FuzzParseSizes ./internal/results:FuzzRead ./internal/history:FuzzAdd ./rdmatest/oob:FuzzDecode ./cmd/rdmapeer:FuzzSession ./ci/gate:FuzzGate ./ci/calibrate:FuzzParsePerftest ./cmd/rdmaplot:FuzzReadResults ./cmd/rdmaplot:FuzzReadHlog ./cmd/rdmacheck:FuzzControlMessage; do
 	pkg=${t%%:*} name=${t##*:}
 	go test -count=1 -run '^$' -fuzz "^${name}\$" -fuzztime 20000x -fuzzminimizetime 2s "$pkg"
 done
