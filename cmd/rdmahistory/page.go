@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"fmt"
 	"html/template"
 	"os"
 	"slices"
@@ -71,16 +70,8 @@ type pageData struct {
 func buildPage(js []judged, from string) pageData {
 	d := pageData{From: from, Made: time.Now().UTC().Format(time.RFC3339), Series: []pageSeries{}}
 	for _, j := range js {
-		ps := pageSeries{Name: j.Name, Unit: j.Unit, Env: j.Env, Higher: j.HigherBetter, Verdict: "no change",
+		ps := pageSeries{Name: j.Name, Unit: j.Unit, Env: j.Env, Higher: j.HigherBetter, Verdict: j.verdict(),
 			Points: []pagePoint{}, Changes: []pageChange{}}
-		switch {
-		case len(j.New) > 0:
-			ps.Verdict = "REGRESSION"
-		case j.TooNoisy:
-			ps.Verdict = fmt.Sprintf("too noisy (spread %.0f%%)", 100*j.Noise)
-		case len(j.Changes) > 0:
-			ps.Verdict = fmt.Sprintf("%d change points", len(j.Changes))
-		}
 		for _, p := range j.Points {
 			ps.Points = append(ps.Points, pagePoint{T: p.RunTime, V: p.Best, Upload: p.Upload, Steps: p.Steps})
 		}

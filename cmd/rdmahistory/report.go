@@ -124,22 +124,11 @@ func printReport(w io.Writer, js []judged, from, q string, last int, th float64)
 	fmt.Fprintf(w, "each run's value is its best result; change points: run by run against the %.0f%% quantile of up to %d earlier runs, a step ≥ %.0f%% and ≥ %g × their noise in every run after it, chance without a change ≤ %g; noise > %.0f%%: too noisy to judge (docs/history.md)\n\n",
 		100*c.Quantile, c.Window, 100*c.MinShift, c.Noise, c.Alpha, 100*c.MaxNoise)
 	for _, j := range js {
-		verdict := "no change"
-		switch {
-		case len(j.New) > 0:
-			verdict = "REGRESSION"
-		case j.TooNoisy:
-			verdict = fmt.Sprintf("too noisy (spread %.0f%%)", 100*j.Noise)
-		case len(j.Changes) > 0:
-			verdict = fmt.Sprintf("%d change points", len(j.Changes))
-		case len(j.Points) < c.MinBaseline+c.Confirm:
-			verdict = fmt.Sprintf("too few runs to judge (%d of %d)", len(j.Points), c.MinBaseline+c.Confirm)
-		}
 		lastV := math.NaN()
 		if n := len(j.Points); n > 0 {
 			lastV = j.Points[n-1].Best
 		}
-		fmt.Fprintf(w, "%s %s [%s]: %d runs, last %s: %s\n", j.Name, j.Unit, j.Env, len(j.Points), num(lastV), verdict)
+		fmt.Fprintf(w, "%s %s [%s]: %d runs, last %s: %s\n", j.Name, j.Unit, j.Env, len(j.Points), num(lastV), j.verdict())
 		for _, ch := range j.Changes {
 			p := j.Points[ch.At]
 			word := "better"
@@ -155,6 +144,22 @@ func printReport(w io.Writer, js []judged, from, q string, last int, th float64)
 		}
 	}
 	fmt.Fprintf(w, "\nrdmahistory: %d series, %d change points, %d too noisy to judge, %d with a new regression\n", len(js), changes, noisy, bad)
+}
+
+// verdict is a series' one-line verdict, for the report and the page.
+func (j judged) verdict() string {
+	c := changepoint.Default
+	switch {
+	case len(j.New) > 0:
+		return "REGRESSION"
+	case j.TooNoisy:
+		return fmt.Sprintf("too noisy (spread %.0f%%)", 100*j.Noise)
+	case len(j.Changes) > 0:
+		return fmt.Sprintf("%d change points", len(j.Changes))
+	case len(j.Points) < c.MinBaseline+c.Confirm:
+		return fmt.Sprintf("too few runs to judge (%d of %d)", len(j.Points), c.MinBaseline+c.Confirm)
+	}
+	return "no change"
 }
 
 func containsChange(cs []changepoint.Change, c changepoint.Change) bool {
