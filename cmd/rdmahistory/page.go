@@ -105,21 +105,7 @@ func heatmaps(js []judged) []pageHeatmap {
 			continue
 		}
 		h := pageHeatmap{Family: k.fam, Env: k.env, Unit: k.unit, Higher: g[0].HigherBetter}
-		type runKey struct{ t, up string }
-		var runs []runKey
-		for _, j := range g {
-			for _, p := range j.Points {
-				if rk := (runKey{p.RunTime, p.Upload}); !slices.Contains(runs, rk) {
-					runs = append(runs, rk)
-				}
-			}
-		}
-		slices.SortFunc(runs, func(a, b runKey) int {
-			if a.t != b.t {
-				return cmp.Compare(a.t, b.t)
-			}
-			return cmp.Compare(a.up, b.up)
-		})
+		runs, at := runIndex(g)
 		for _, r := range runs {
 			h.Runs = append(h.Runs, r.t)
 		}
@@ -132,9 +118,8 @@ func heatmaps(js []judged) []pageHeatmap {
 			med := stats.Median(vals)
 			row := make([]float64, len(runs))
 			for _, p := range j.Points {
-				i := slices.Index(runs, runKey{p.RunTime, p.Upload})
 				if med > 0 {
-					row[i] = p.Best / med
+					row[at[runKey{p.RunTime, p.Upload}]] = p.Best / med
 				}
 			}
 			h.Cells = append(h.Cells, row)
@@ -142,6 +127,34 @@ func heatmaps(js []judged) []pageHeatmap {
 		out = append(out, h)
 	}
 	return out
+}
+
+// runKey names one run: its run time and upload.
+type runKey struct{ t, up string }
+
+// runIndex is the union of the series' runs in run-time order (then
+// upload order), and each run's index in it.
+func runIndex(js []judged) ([]runKey, map[runKey]int) {
+	at := map[runKey]int{}
+	var runs []runKey
+	for _, j := range js {
+		for _, p := range j.Points {
+			if k := (runKey{p.RunTime, p.Upload}); at[k] == 0 {
+				at[k] = 1
+				runs = append(runs, k)
+			}
+		}
+	}
+	slices.SortFunc(runs, func(a, b runKey) int {
+		if a.t != b.t {
+			return cmp.Compare(a.t, b.t)
+		}
+		return cmp.Compare(a.up, b.up)
+	})
+	for i, k := range runs {
+		at[k] = i
+	}
+	return runs, at
 }
 
 func writePage(path string, js []judged, from string) error {
