@@ -11,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rdmabench/rdmabench/internal/changepoint"
+	"github.com/rdmabench/rdmabench/internal/history"
 )
 
 // runCmd runs rdmahistory with args: exit status, stdout, stderr.
@@ -102,4 +105,23 @@ func TestBadInput(t *testing.T) {
 	}
 	_, err := os.Stat(filepath.Join(dir, "none.db"))
 	assert.True(t, os.IsNotExist(err), "report does not make a store it cannot find")
+}
+
+// TestVerdict: each state of a series has its own words, and a series
+// that could not have confirmed a step does not read "no change".
+func TestVerdict(t *testing.T) {
+	pts := make([]history.Point, 20)
+	for _, tc := range []struct {
+		j    judged
+		want string
+	}{
+		{judged{Series: history.Series{Points: pts}}, "no change"},
+		{judged{Series: history.Series{Points: pts[:5]}}, "too few runs to judge (5 of 13)"},
+		{judged{Series: history.Series{Points: pts}, Result: changepoint.Result{TooNoisy: true, Noise: 0.2}}, "too noisy (spread 20%)"},
+		{judged{Series: history.Series{Points: pts}, Result: changepoint.Result{TooSlow: true, Slow: 0.45}}, "no change seen, but too often slow to confirm one within 5 runs (45% of runs beyond the bar)"},
+		{judged{Series: history.Series{Points: pts}, Result: changepoint.Result{Changes: make([]changepoint.Change, 2), TooSlow: true}}, "2 change points"},
+		{judged{Series: history.Series{Points: pts}, New: make([]changepoint.Change, 1)}, "REGRESSION"},
+	} {
+		assert.Equal(t, tc.want, tc.j.verdict())
+	}
 }

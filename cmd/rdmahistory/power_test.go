@@ -94,6 +94,11 @@ type power struct {
 	worstFA      int
 	minRuns      int
 	drawn, found map[float64]int
+	// judgeable: the draws whose series, judged on the runs before the
+	// step, was neither too noisy nor too often slow (changepoint's
+	// TooNoisy, TooSlow) and had a full baseline (its last change point
+	// at least MinBaseline runs before the step), and those of them found
+	judgeable, foundJudgeable map[float64]int
 }
 
 // measurePower: on every series, the false alarms of the unmodified
@@ -104,7 +109,7 @@ type power struct {
 // run counted), puts a worse change within 2 runs of it.
 func measurePower(series []history.Series, steps []float64, draws int, r *rand.Rand) power {
 	c := changepoint.Default
-	p := power{drawn: map[float64]int{}, found: map[float64]int{}}
+	p := power{drawn: map[float64]int{}, found: map[float64]int{}, judgeable: map[float64]int{}, foundJudgeable: map[float64]int{}}
 	const before, within = 13, 5
 	for _, s := range series {
 		x := make([]float64, len(s.Points))
@@ -131,10 +136,21 @@ func measurePower(series []history.Series, steps []float64, draws int, r *rand.R
 			for range draws {
 				at := before + r.IntN(len(x)-before-within+1)
 				y := worsen(x, at, f, s.HigherBetter)[:at+within]
+				prior := changepoint.Detect(x[:at], s.HigherBetter, c)
+				judgeable := !prior.TooNoisy && !prior.TooSlow
+				if k := len(prior.Changes); k > 0 && prior.Changes[k-1].At > at-c.MinBaseline {
+					judgeable = false // its baseline restarted too recently
+				}
 				p.drawn[f]++
+				if judgeable {
+					p.judgeable[f]++
+				}
 				for _, ch := range changepoint.Detect(y, s.HigherBetter, c).Changes {
 					if ch.Worse && ch.At >= at-2 && ch.At <= at+2 {
 						p.found[f]++
+						if judgeable {
+							p.foundJudgeable[f]++
+						}
 						break
 					}
 				}
@@ -167,7 +183,8 @@ func TestPower(t *testing.T) {
 		t.Logf("%s: %d series of %d+ runs, %d runs in all, %d too noisy to judge; false alarms %d (%.2f per 100 runs; most in one series: %d, %s)",
 			file, p.series, p.minRuns, p.runs, p.noisy, p.falseAlarms, 100*float64(p.falseAlarms)/float64(p.runs), p.worstFA, p.worst)
 		for _, f := range steps {
-			t.Logf("%s: %.0f%% steps found within 5 runs: %d of %d (%.1f%%)", file, 100*f, p.found[f], p.drawn[f], 100*float64(p.found[f])/float64(p.drawn[f]))
+			t.Logf("%s: %.0f%% steps found within 5 runs: %d of %d (%.1f%%); where the series was judgeable before the step: %d of %d (%.1f%%; %.1f%% of the draws)", file, 100*f, p.found[f], p.drawn[f], 100*float64(p.found[f])/float64(p.drawn[f]),
+				p.foundJudgeable[f], p.judgeable[f], 100*float64(p.foundJudgeable[f])/float64(p.judgeable[f]), 100*float64(p.judgeable[f])/float64(p.drawn[f]))
 		}
 		if p.minRuns < 60 {
 			t.Logf("%s: fewer than 60 runs a series: figures stated, nothing asserted", file)

@@ -108,12 +108,14 @@ func judge(series []history.Series, c changepoint.Config, last int, th float64) 
 }
 
 func printReport(w io.Writer, js []judged, from, q string, last int, th float64) {
-	runs, changes, noisy, bad := 0, 0, 0, 0
+	runs, changes, noisy, slow, bad := 0, 0, 0, 0, 0
 	for _, j := range js {
 		runs = max(runs, len(j.Points))
 		changes += len(j.Changes)
 		if j.TooNoisy {
 			noisy++
+		} else if j.TooSlow {
+			slow++
 		}
 		if len(j.New) > 0 {
 			bad++
@@ -143,7 +145,7 @@ func printReport(w io.Writer, js []judged, from, q string, last int, th float64)
 				ch.At+1, p.RunTime, p.Upload, num(ch.Before), num(ch.After), 100*ch.Shift, word, ch.P, ch.Confirmed+1, stepText(j.Points, ch.At), mark)
 		}
 	}
-	fmt.Fprintf(w, "\nrdmahistory: %d series, %d change points, %d too noisy to judge, %d with a new regression\n", len(js), changes, noisy, bad)
+	fmt.Fprintf(w, "\nrdmahistory: %d series, %d change points, %d too noisy to judge, %d too often slow to confirm a step within %d runs, %d with a new regression\n", len(js), changes, noisy, slow, c.Lookback, bad)
 }
 
 // verdict is a series' one-line verdict, for the report and the page.
@@ -156,6 +158,8 @@ func (j judged) verdict() string {
 		return fmt.Sprintf("too noisy (spread %.0f%%)", 100*j.Noise)
 	case len(j.Changes) > 0:
 		return fmt.Sprintf("%d change points", len(j.Changes))
+	case j.TooSlow:
+		return fmt.Sprintf("no change seen, but too often slow to confirm one within %d runs (%.0f%% of runs beyond the bar)", c.Lookback, 100*j.Slow)
 	case len(j.Points) < c.MinBaseline+c.Confirm:
 		return fmt.Sprintf("too few runs to judge (%d of %d)", len(j.Points), c.MinBaseline+c.Confirm)
 	}

@@ -40,6 +40,11 @@
 //     slow phase does not help: at least half of the m runs must be
 //     beyond it, with a binomial chance at most Alpha.
 //   - After a change point the baseline starts again at it.
+//   - A baseline with so many runs beyond its bar that Lookback of them
+//     in a row are not rare enough (share^Lookback > Alpha) is too often
+//     slow (Result.TooSlow): a step worse there may need more than
+//     Lookback runs, or the band, to be confirmed. It is still tested;
+//     a report must not call it "no change" without saying so.
 package changepoint
 
 import (
@@ -114,6 +119,13 @@ type Result struct {
 	// it was not judged there; Noise is that last baseline's noise.
 	TooNoisy bool
 	Noise    float64
+	// TooSlow: the series' last baseline has so many runs beyond its
+	// bar that Lookback runs in a row there are not rare enough
+	// (Slow^Lookback > Alpha): a step worse may go unconfirmed within
+	// Lookback runs (only the band can confirm it). Slow is that share,
+	// (runs beyond the bar + 1) / (baseline + 2).
+	TooSlow bool
+	Slow    float64
 }
 
 // Detect walks x run by run (higherBetter tells the direction) and
@@ -131,9 +143,12 @@ func Detect(x []float64, higherBetter bool, c Config) Result {
 	var res Result
 	base := 0
 	for n := 1; n <= len(t); n++ {
-		ch, noise, ok := test(t[:n], base, c)
+		ch, noise, slow, ok := test(t[:n], base, c)
 		if noise >= 0 {
 			res.Noise, res.TooNoisy = noise, noise > c.MaxNoise
+		}
+		if slow >= 0 {
+			res.Slow, res.TooSlow = slow, math.Pow(slow, float64(c.Lookback)) > c.Alpha
 		}
 		if ok {
 			if higherBetter { // back to the rate's own values
@@ -149,10 +164,11 @@ func Detect(x []float64, higherBetter bool, c Config) Result {
 
 // test looks for a change among the last runs of t (lower is better),
 // the baseline starting at base; it returns the change when there is
-// one, and the noise of the last baseline it looked at (-1 for none).
-func test(t []float64, base int, c Config) (ch Change, noise float64, ok bool) {
+// one, and the noise and the share of runs beyond the worse bar of the
+// first baseline it looked at (-1 for none).
+func test(t []float64, base int, c Config) (ch Change, noise, slow float64, ok bool) {
 	n := len(t)
-	noise = -1
+	noise, slow = -1, -1
 	for m := c.Confirm; m <= c.Lookback; m++ {
 		at := n - m
 		if at < base+c.MinBaseline {
@@ -173,11 +189,14 @@ func test(t []float64, base int, c Config) (ch Change, noise float64, ok bool) {
 		nb := float64(len(before))
 		// worse: every run after the split beyond the upper bar
 		bar := level * (1 + step)
+		pRun := (float64(len(before)-countBelow(before, bar)) + 1) / (nb + 2)
+		if slow < 0 {
+			slow = pRun
+		}
 		if slices.Min(after) >= bar {
-			pRun := (float64(len(before)-countBelow(before, bar)) + 1) / (nb + 2)
 			p := min(math.Pow(pRun, float64(m)), bandChance(before, after, bar, s))
 			if p <= c.Alpha {
-				return change(at, n, level, after, p, s, true), noise, true
+				return change(at, n, level, after, p, s, true), noise, slow, true
 			}
 		}
 		// better: at least half of them beyond the lower bar
@@ -186,11 +205,11 @@ func test(t []float64, base int, c Config) (ch Change, noise float64, ok bool) {
 		if 2*j >= m {
 			pRun := (float64(countBelow(before, low)) + 1) / (nb + 2)
 			if p := binomTail(m, j, pRun); p <= c.Alpha {
-				return change(at, n, level, after, p, s, false), noise, true
+				return change(at, n, level, after, p, s, false), noise, slow, true
 			}
 		}
 	}
-	return Change{}, noise, false
+	return Change{}, noise, slow, false
 }
 
 func change(at, n int, level float64, after []float64, p, noise float64, worse bool) Change {

@@ -84,6 +84,36 @@ func TestTooNoisy(t *testing.T) {
 	assert.False(t, res.TooNoisy)
 }
 
+// TestTooSlow: a series whose runs land in a slow phase (1.3–2× its
+// fast level) 60% of the time cannot confirm a step within Lookback
+// runs by a streak, and says so (or that it is too noisy); one slow 5%
+// of the time can.
+func TestTooSlow(t *testing.T) {
+	r := rand.New(rand.NewPCG(seed(t), 4))
+	phases := func(share float64) []float64 {
+		x := noisy(r, 60, 100, 0.01)
+		for i := range x {
+			if r.Float64() < share {
+				x[i] *= 1.3 + 0.7*r.Float64()
+			}
+		}
+		return x
+	}
+	often, rare := 0, 0
+	const n = 200
+	for range n {
+		if res := Detect(phases(0.6), false, Default); res.TooSlow || res.TooNoisy {
+			often++
+		}
+		if res := Detect(phases(0.05), false, Default); res.TooSlow || res.TooNoisy {
+			rare++
+		}
+	}
+	t.Logf("not judgeable: %d of %d series slow 60%% of the time, %d of %d slow 5%%", often, n, rare, n)
+	assert.GreaterOrEqual(t, often, n*8/10, "slow 60%% of the time: too often slow (or too noisy)")
+	assert.LessOrEqual(t, rare, n/20, "slow 5%% of the time: judgeable")
+}
+
 func TestShortAndFlat(t *testing.T) {
 	assert.Empty(t, Detect(nil, false, Default).Changes)
 	assert.Empty(t, Detect([]float64{1, 2}, false, Default).Changes)
