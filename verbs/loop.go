@@ -411,6 +411,38 @@ type StreamQP struct {
 	Marker SendWR
 }
 
+// CheckStreamWindow checks a stream's window before anything is built:
+// at most qd WRs outstanding on a QP, batch WRs a post, WR k (from 1)
+// signaled when signal divides k. Each must be at least 1, batch and
+// signal at most qd. The loop posts whole batches, so a QP has posted a
+// multiple of batch WRs when it waits for room; once every signaled WR
+// has completed, the unsignaled ones after the last are that multiple
+// modulo signal, at most signal − gcd(batch, signal). That plus a batch
+// must fit in qd, or the loop could wait for room with no completion
+// coming (TestCheckStreamWindow plays the loop's accounting to show the
+// rule exact).
+func CheckStreamWindow(qd, batch, signal int) error {
+	switch {
+	case qd < 1 || batch < 1 || signal < 1:
+		return fmt.Errorf("qd %d, batch %d, signal %d: each must be at least 1", qd, batch, signal)
+	case batch > qd:
+		return fmt.Errorf("batch %d exceeds qd %d (WRs per post cannot exceed the outstanding WRs allowed)", batch, qd)
+	case signal > qd:
+		return fmt.Errorf("signal interval %d exceeds qd %d (the send queue would fill before a completion is asked for)", signal, qd)
+	case signal-gcd(batch, signal)+batch > qd:
+		return fmt.Errorf("qd %d, batch %d, signal interval %d: the stream could wait for room with no signaled WR outstanding (need signal − gcd(batch, signal) + batch ≤ qd: %d)",
+			qd, batch, signal, signal-gcd(batch, signal)+batch)
+	}
+	return nil
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
 // StreamConfig describes the requester of a streaming loop.
 type StreamConfig struct {
 	CQ      *CQ
@@ -548,16 +580,17 @@ func (c *StreamConfig) check() error {
 	switch {
 	case len(c.QPs) == 0:
 		return errors.New("verbs: stream loop: no QPs")
+	}
+	if err := CheckStreamWindow(c.QD, c.Batch, c.Signal); err != nil {
+		return fmt.Errorf("verbs: stream loop: %w", err)
+	}
+	switch {
 	case c.Msgs < 1:
 		return fmt.Errorf("verbs: stream loop: %d messages (must be ≥ 1)", c.Msgs)
-	case c.QD < 1 || c.Batch < 1 || c.Batch > c.QD || c.Signal < 1 || c.Signal > c.QD:
-		return fmt.Errorf("verbs: stream loop: qd %d, batch %d, signal %d: need 1 ≤ batch ≤ qd and 1 ≤ signal ≤ qd", c.QD, c.Batch, c.Signal)
 	case c.SendDep <= c.QD:
 		return fmt.Errorf("verbs: stream loop: send depth %d must exceed qd %d (room for the marker)", c.SendDep, c.QD)
 	case c.Counters < 0 || (c.Counters > 1 && c.Stride < 8):
 		return fmt.Errorf("verbs: stream loop: %d counters with stride %d: need stride ≥ 8", c.Counters, c.Stride)
-	case c.Signal%c.Batch != 0 && c.Signal+c.Batch-1 > c.QD:
-		return fmt.Errorf("verbs: stream loop: qd %d, batch %d, signal %d: the loop could wait for room with no signaled WR outstanding; need batch to divide signal, or signal + batch − 1 ≤ qd", c.QD, c.Batch, c.Signal)
 	case c.Interval < 0:
 		return fmt.Errorf("verbs: stream loop: interval %v must not be negative", c.Interval)
 	case c.Interval > 0 && c.Batch > 1:

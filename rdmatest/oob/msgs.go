@@ -148,21 +148,26 @@ type Stream struct {
 }
 
 // validate checks the stream's bounds against the session's send depth
-// (its QD outstanding and the completion marker must fit).
+// (its QD outstanding and the completion marker must fit), and its window
+// as the stream loop will (verbs.CheckStreamWindow), so that a window
+// that could stall is refused before anything is built.
 func (m *Stream) validate(sendDepth int) error {
-	errs := []error{
+	bounds := errors.Join(
 		between("stream.qd", m.QD, 1, MaxDepth-1),
 		between("stream.batch", m.Batch, 1, MaxDepth),
 		between("stream.signal", m.Signal, 1, MaxDepth),
-	}
+	)
+	errs := []error{bounds}
 	if m.Msgs < 1 || m.Msgs > MaxIters {
 		errs = append(errs, fmt.Errorf("stream.msgs %d out of range 1..%d", m.Msgs, MaxIters))
 	}
 	if m.QD+1 > sendDepth {
 		errs = append(errs, fmt.Errorf("stream.qd %d needs a send_depth of at least %d, not %d", m.QD, m.QD+1, sendDepth))
 	}
-	if m.Batch > m.QD {
-		errs = append(errs, fmt.Errorf("stream.batch %d exceeds stream.qd %d", m.Batch, m.QD))
+	if bounds == nil {
+		if err := verbs.CheckStreamWindow(m.QD, m.Batch, m.Signal); err != nil {
+			errs = append(errs, fmt.Errorf("stream: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

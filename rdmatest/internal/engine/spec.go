@@ -282,24 +282,16 @@ func checkCounts(s *Spec, _ *Limits) error {
 	return errors.Join(errs...)
 }
 
+// checkWindow checks a stream's window as its loop will
+// (verbs.CheckStreamWindow); counts below 1 are checkCounts'.
 func checkWindow(s *Spec, _ *Limits) error {
-	if s.Kind != KindStream {
+	if s.Kind != KindStream || s.QD < 1 || s.Batch < 1 || s.Signal < 1 {
 		return nil
 	}
-	var errs []error
-	if s.Batch > s.QD {
-		errs = append(errs, bad("batch %d exceeds qd %d (WRs per post cannot exceed the outstanding WRs allowed)", s.Batch, s.QD))
+	if err := verbs.CheckStreamWindow(s.QD, s.Batch, s.Signal); err != nil {
+		return bad("%v", err)
 	}
-	if s.Signal > s.QD {
-		errs = append(errs, bad("signal interval %d exceeds qd %d (the send queue would fill before a completion is asked for)", s.Signal, s.QD))
-	} else if s.Batch <= s.QD && s.Batch > 0 && s.Signal%s.Batch != 0 && s.Signal+s.Batch-1 > s.QD {
-		// The unsignaled WRs after the last signaled one (up to signal−1)
-		// plus a batch must fit in qd, or the loop waits for room with
-		// no completion coming; batches that divide the interval end on
-		// a signaled WR.
-		errs = append(errs, bad("qd %d, batch %d, signal interval %d: the stream could wait for room with no signaled WR outstanding (need batch to divide the signal interval, or signal + batch − 1 ≤ qd)", s.QD, s.Batch, s.Signal))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 func checkSignalRules(s *Spec, _ *Limits) error {
