@@ -34,7 +34,10 @@ type fakeDev struct {
 	// before the server serves).
 	openHook func(req *oob.Setup) error
 
-	mu                  sync.Mutex
+	mu sync.Mutex
+	// calls counts every open the server asked for, before the fake's
+	// own check: a Setup refused by the server's checks never adds one.
+	calls               int
 	opened, live        int
 	aborted, started    int
 	lastOpened          *fakePassive
@@ -61,6 +64,9 @@ func (f *fakeDev) info() oob.HelloOK {
 func (f *fakeDev) limits() peer.Limits { return f.lim }
 
 func (f *fakeDev) open(req *oob.Setup) (passive, error) {
+	f.mu.Lock()
+	f.calls++
+	f.mu.Unlock()
 	if f.openHook != nil {
 		if err := f.openHook(req); err != nil {
 			return nil, err
@@ -348,7 +354,10 @@ func TestHostileClient(t *testing.T) {
 		{"bidir stream of no message", func() *oob.Setup { return bidirSetup(0, 2, 1) }, "stream.msgs 0 out of range 1..1073741824"},
 		{"bidir stream beyond MaxIters", func() *oob.Setup { return bidirSetup(oob.MaxIters+1, 2, 1) }, "stream.msgs 1073741825 out of range"},
 		{"bidir stream deeper than its queue", func() *oob.Setup { return bidirSetup(10, 4, 1) }, "stream.qd 4 needs a send_depth of at least 5, not 4"},
-		{"bidir batch over its depth", func() *oob.Setup { return bidirSetup(10, 2, 3) }, "stream.batch 3 exceeds stream.qd 2"},
+		{"bidir batch over its depth", func() *oob.Setup { return bidirSetup(10, 2, 3) }, "stream: batch 3 exceeds qd 2"},
+		{"bidir signal of 0", func() *oob.Setup { r := bidirSetup(10, 2, 1); r.Scenario.Stream.Signal = 0; return r }, "stream.signal 0 out of range 1..65536"},
+		{"bidir signal over its depth", func() *oob.Setup { r := bidirSetup(10, 2, 1); r.Scenario.Stream.Signal = 3; return r }, "stream: signal interval 3 exceeds qd 2"},
+		{"bidir window that could stall", func() *oob.Setup { r := bidirSetup(10, 3, 2); r.Scenario.Stream.Signal = 3; return r }, "stream: qd 3, batch 2, signal interval 3: the stream could wait for room"},
 		{"bidir accepted", func() *oob.Setup { return bidirSetup(10, 3, 1) }, ""},
 		{"endpoints missing", func() *oob.Setup { r := targetSetup(2, 64); r.Endpoints = r.Endpoints[:1]; return r }, "1 endpoints for qps 2"},
 		{"bad GID", func() *oob.Setup { r := targetSetup(1, 64); r.Endpoints[0].GID = "x"; return r }, `endpoint 0: gid "x" is not an IP address`},
@@ -419,6 +428,9 @@ func TestHostileClient(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := dialAuth(t, addr, testToken)
+			f.mu.Lock()
+			calls := f.calls
+			f.mu.Unlock()
 			err := setup(c, tc.req())
 			if tc.want == "" {
 				require.NoError(t, err)
@@ -427,6 +439,9 @@ func TestHostileClient(t *testing.T) {
 				var pe *oob.PeerError
 				require.ErrorAs(t, err, &pe)
 				assert.Contains(t, err.Error(), tc.want)
+				f.mu.Lock()
+				assert.Equal(t, calls, f.calls, "refused before the device was asked to build anything")
+				f.mu.Unlock()
 			}
 			waitIdle(t, srv, f)
 			fullSession(t, addr)
