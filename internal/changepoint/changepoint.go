@@ -203,8 +203,8 @@ func test(t []float64, base int, c Config) (ch Change, noise, slow float64, ok b
 		low := level * (1 - step)
 		j := countBelow(after, low)
 		if 2*j >= m {
-			pRun := (float64(countBelow(before, low)) + 1) / (nb + 2)
-			if p := binomTail(m, j, pRun); p <= c.Alpha {
+			pLow := (float64(countBelow(before, low)) + 1) / (nb + 2)
+			if p := binomTail(m, j, pLow); p <= c.Alpha {
 				return change(at, n, level, after, p, s, false), noise, slow, true
 			}
 		}

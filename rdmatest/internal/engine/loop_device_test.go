@@ -157,7 +157,7 @@ func TestLoopConfigsRefused(t *testing.T) {
 		{"ping WR of two SGEs", ping(func(c *verbs.PingConfig) { c.WR = twoSGE }), "has 2 SGEs; the loop takes at most 1"},
 		{"stream as configured", stream(func(*verbs.StreamConfig) {}), ""},
 		{"stream marker of two SGEs", stream(func(c *verbs.StreamConfig) { c.QPs[0].Marker = twoSGE }), "QP 0's marker has 2 SGEs"},
-		{"stream that could wait with no signaled WR", stream(func(c *verbs.StreamConfig) { c.Batch, c.Signal = 3, 8 }), "need batch to divide signal"},
+		{"stream that could wait with no signaled WR", stream(func(c *verbs.StreamConfig) { c.Batch, c.Signal = 3, 8 }), "could wait for room with no signaled WR outstanding"},
 		{"stream whose batch fits the signal interval", stream(func(c *verbs.StreamConfig) { c.Batch, c.Signal = 4, 8 }), ""},
 		{"rpc receives below the window + one repost batch", rpc(func(c *verbs.RPCConfig) { c.RecvDepth = 71 }), "receive depth 71 must be 72"},
 		{"rpc request of two SGEs", rpc(func(c *verbs.RPCConfig) { c.WR.NumSGE, c.WR.SGE[1] = 2, a.Out(0, 8) }), "the request has 2 SGEs"},
