@@ -209,7 +209,7 @@ function chart(s) {
   cap.innerHTML = "";
   cap.appendChild(document.createTextNode(s.name + "  " + s.unit + (s.higher ? " (higher is better)" : " (lower is better)") + "  [" + s.env + "]  "));
   var v = document.createElement("span");
-  v.className = s.verdict === "REGRESSION" ? "REGRESSION" : (s.verdict.indexOf("noisy") >= 0 ? "noisy" : "");
+  v.className = s.verdict === "REGRESSION" ? "REGRESSION" : (s.verdict.indexOf("noisy") >= 0 || s.verdict.indexOf("too often slow") >= 0 ? "noisy" : "");
   v.textContent = s.verdict; cap.appendChild(v); fig.appendChild(cap);
   var svg = el("svg", {width: W, height: H, viewBox: "0 0 " + W + " " + H});
   fig.appendChild(svg);
