@@ -111,11 +111,7 @@ func heatmaps(js []judged) []pageHeatmap {
 		}
 		for _, j := range g {
 			h.Rows = append(h.Rows, j.Name)
-			vals := make([]float64, len(j.Points))
-			for i, p := range j.Points {
-				vals[i] = p.Best
-			}
-			med := stats.Median(vals)
+			med := stats.Median(j.Bests())
 			row := make([]float64, len(runs))
 			for _, p := range j.Points {
 				if med > 0 {

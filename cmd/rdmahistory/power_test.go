@@ -112,10 +112,7 @@ func measurePower(series []history.Series, steps []float64, draws int, r *rand.R
 	p := power{drawn: map[float64]int{}, found: map[float64]int{}, judgeable: map[float64]int{}, foundJudgeable: map[float64]int{}}
 	const before, within = 13, 5
 	for _, s := range series {
-		x := make([]float64, len(s.Points))
-		for i, pt := range s.Points {
-			x[i] = pt.Best
-		}
+		x := s.Bests()
 		if len(x) < before+within {
 			continue
 		}

@@ -93,10 +93,7 @@ func reportCmd(args []string, stdout io.Writer) (worse bool, err error) {
 func judge(series []history.Series, c changepoint.Config, last int, th float64) []judged {
 	js := make([]judged, len(series))
 	for i, s := range series {
-		x := make([]float64, len(s.Points))
-		for k, p := range s.Points {
-			x[k] = p.Best
-		}
+		x := s.Bests()
 		js[i] = judged{Series: s, Result: changepoint.Detect(x, s.HigherBetter, c)}
 		for _, ch := range js[i].Changes {
 			if ch.Worse && ch.At >= len(x)-last && math.Abs(ch.Shift) > th {

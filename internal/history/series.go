@@ -61,6 +61,15 @@ type Series struct {
 	Points       []Point
 }
 
+// Bests is the series' value per run: each point's Best, in order.
+func (s Series) Bests() []float64 {
+	x := make([]float64, len(s.Points))
+	for i, p := range s.Points {
+		x[i] = p.Best
+	}
+	return x
+}
+
 // Options select what Load builds.
 type Options struct {
 	// Decide overrides a family's deciding unit ("WriteLat" → "p99-ns").
