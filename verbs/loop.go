@@ -577,8 +577,7 @@ func (c *StreamConfig) check() error {
 	if err := checkLoopCommon("stream", c.CQ, c.Timeout); err != nil {
 		return err
 	}
-	switch {
-	case len(c.QPs) == 0:
+	if len(c.QPs) == 0 {
 		return errors.New("verbs: stream loop: no QPs")
 	}
 	if err := CheckStreamWindow(c.QD, c.Batch, c.Signal); err != nil {

@@ -289,7 +289,7 @@ func checkWindow(s *Spec, _ *Limits) error {
 		return nil
 	}
 	if err := verbs.CheckStreamWindow(s.QD, s.Batch, s.Signal); err != nil {
-		return bad("%v", err)
+		return bad("%w", err)
 	}
 	return nil
 }
