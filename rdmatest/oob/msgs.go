@@ -137,6 +137,49 @@ type Scenario struct {
 	// signaled (the client's bidir run's other direction). Omitted
 	// otherwise, so that older peers still decode every other Setup.
 	Stream *Stream `json:"stream,omitempty"`
+	// RPC (role write-rpc, and only there) is the echo RPC server's
+	// window: the client WRITEs each request into one of Window slots of
+	// Stride bytes of the peer's request slot; the peer answers each over
+	// UD (Setup.Resp). Omitted otherwise, as Stream is.
+	RPC *RPC `json:"rpc,omitempty"`
+}
+
+// MaxRPCWindow bounds an echo RPC's window (Scenario.RPC.Window), as the
+// client's own check does: every outstanding request needs a posted
+// receive for its response.
+const MaxRPCWindow = 256
+
+// RPC is a write-rpc peer's request window (Scenario.RPC).
+type RPC struct {
+	Window int `json:"window"`
+	Stride int `json:"stride"`
+}
+
+// validate checks the window against the request's size and the
+// session's slot: stride at least the size and a multiple of 64 (the
+// requests' alignment), every slot inside slot_size (the server sweeps
+// and answers from Window × Stride bytes), one QP of RDMA_WRITE over RC
+// or UC, and the client's response endpoint present.
+func (m *RPC) validate(s *Scenario, resp *Endpoint) error {
+	errs := []error{between("rpc.window", m.Window, 1, MaxRPCWindow), between("rpc.stride", m.Stride, 1, MaxSize)}
+	if m.Stride < s.Size || m.Stride%64 != 0 {
+		errs = append(errs, fmt.Errorf("rpc.stride %d must be a multiple of 64 and at least the size %d", m.Stride, s.Size))
+	}
+	if s.Size < 1 {
+		errs = append(errs, fmt.Errorf("role write-rpc: size %d: a request has at least its generation byte", s.Size))
+	}
+	if int64(m.Window)*int64(m.Stride) > int64(s.SlotSize) {
+		errs = append(errs, fmt.Errorf("rpc: window %d × stride %d exceed slot_size %d", m.Window, m.Stride, s.SlotSize))
+	}
+	if s.Op != "RDMA_WRITE" || (s.Transport != "RC" && s.Transport != "UC") || s.QPs != 1 {
+		errs = append(errs, fmt.Errorf("role write-rpc serves RDMA_WRITE over RC or UC on 1 QP, not %s over %s on %d", trimS(s.Op), trimS(s.Transport), s.QPs))
+	}
+	if resp == nil {
+		errs = append(errs, errors.New("role write-rpc needs the client's UD response endpoint (resp)"))
+	} else {
+		errs = append(errs, resp.validateAs("resp"))
+	}
+	return errors.Join(errs...)
 }
 
 // Stream is a bidir peer's stream (Scenario.Stream).
@@ -216,6 +259,10 @@ type Setup struct {
 	// AccessRemoteAtomic, each at most once): the peer's memory and QPs
 	// allow exactly these and local write, and start zeroed.
 	Access []string `json:"access,omitempty"`
+	// Resp is, for role write-rpc only, the client's UD QP that takes
+	// the responses (its QPN and GID; the QKey is the session's): the
+	// peer answers on a UD QP of its own (SetupOK.Resp).
+	Resp *Endpoint `json:"resp,omitempty"`
 }
 
 // Validate checks the bounds.
@@ -231,7 +278,7 @@ func (m *Setup) Validate() error {
 	errs := []error{
 		op,
 		oneOfS("transport", s.Transport, "RC", "UC", "UD"),
-		oneOfS("role", s.Role, "sink", "echo", "write-echo", "target", "program", "bidir"),
+		oneOfS("role", s.Role, "sink", "echo", "write-echo", "target", "program", "bidir", "write-rpc"),
 		between("size", s.Size, 0, MaxSize),
 		between("qps", s.QPs, 1, MaxQPs),
 		between("send_depth", s.SendDepth, 1, MaxDepth),
@@ -251,7 +298,15 @@ func (m *Setup) Validate() error {
 	case s.Stream != nil:
 		errs = append(errs, fmt.Errorf("stream is for role bidir, not %s", s.Role))
 	}
-	if s.SignalAll && (s.Role == "sink" || s.Role == "target" || s.Role == "bidir") {
+	switch {
+	case s.Role == "write-rpc" && s.RPC == nil:
+		errs = append(errs, errors.New("role write-rpc needs its window (rpc)"))
+	case s.Role == "write-rpc":
+		errs = append(errs, s.RPC.validate(&s, m.Resp))
+	case s.RPC != nil || m.Resp != nil:
+		errs = append(errs, fmt.Errorf("rpc and resp are for role write-rpc, not %s", trimS(s.Role)))
+	}
+	if s.SignalAll && (s.Role == "sink" || s.Role == "target" || s.Role == "bidir" || s.Role == "write-rpc") {
 		errs = append(errs, fmt.Errorf("signal_all needs role echo or write-echo, not %s", s.Role))
 	}
 	if m.CM && s.Transport == "UC" {
@@ -365,18 +420,21 @@ func trimS(v string) string {
 	return v
 }
 
-func (e *Endpoint) validate(i int) error {
+func (e *Endpoint) validate(i int) error { return e.validateAs(fmt.Sprintf("endpoint %d", i)) }
+
+// validateAs checks the bounds of the endpoint the errors call name.
+func (e *Endpoint) validateAs(name string) error {
 	var errs []error
 	if e.QPN == 0 || e.QPN > 0xffffff {
-		errs = append(errs, fmt.Errorf("endpoint %d: qpn %#x out of range 0x1..0xffffff", i, e.QPN))
+		errs = append(errs, fmt.Errorf("%s: qpn %#x out of range 0x1..0xffffff", name, e.QPN))
 	}
 	if e.PSN > 0xffffff {
-		errs = append(errs, fmt.Errorf("endpoint %d: psn %#x out of range 0..0xffffff", i, e.PSN))
+		errs = append(errs, fmt.Errorf("%s: psn %#x out of range 0..0xffffff", name, e.PSN))
 	}
 	if len(e.GID) > 39 {
-		errs = append(errs, fmt.Errorf("endpoint %d: gid of %d characters exceeds 39", i, len(e.GID)))
+		errs = append(errs, fmt.Errorf("%s: gid of %d characters exceeds 39", name, len(e.GID)))
 	} else if net.ParseIP(e.GID) == nil {
-		errs = append(errs, fmt.Errorf("endpoint %d: gid %q is not an IP address", i, e.GID))
+		errs = append(errs, fmt.Errorf("%s: gid %q is not an IP address", name, e.GID))
 	}
 	return errors.Join(errs...)
 }
@@ -389,6 +447,9 @@ type SetupOK struct {
 	// CMAddr is, for a Setup with CM, the peer's rdma_cm listener
 	// (IPv4:port) the client dials, once per QP in order.
 	CMAddr string `json:"cm_addr,omitempty"`
+	// Resp is, for role write-rpc, the peer's UD QP that sends the
+	// responses (Setup.Resp's counterpart).
+	Resp *Endpoint `json:"resp,omitempty"`
 }
 
 // Validate checks the bounds.
@@ -404,6 +465,9 @@ func (m *SetupOK) Validate() error {
 		errs = append(errs, e.validate(i))
 	}
 	errs = append(errs, oneOf("mtu", m.MTU, 256, 512, 1024, 2048, 4096))
+	if m.Resp != nil {
+		errs = append(errs, m.Resp.validateAs("resp"))
+	}
 	if m.CMAddr != "" {
 		if len(m.CMAddr) > 47 {
 			errs = append(errs, fmt.Errorf("cm_addr of %d characters exceeds 47", len(m.CMAddr)))

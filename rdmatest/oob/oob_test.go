@@ -280,8 +280,9 @@ func TestMaxQPsFitAFrame(t *testing.T) {
 	}
 	setup := validSetup()
 	setup.Scenario.QPs, setup.Endpoints, setup.Targets = MaxQPs, eps, tgs
-	setup.Scenario.Op = strings.Repeat("X", MaxNameLen) // longer than any valid value: the worst case
-	for _, m := range []any{setup, &SetupOK{Endpoints: eps, Targets: tgs, MTU: 4096}} {
+	setup.Scenario.Op = strings.Repeat("X", MaxNameLen)                                   // longer than any valid value: the worst case
+	setup.Scenario.RPC, setup.Resp = &RPC{Window: MaxRPCWindow, Stride: MaxSize}, &eps[0] // write-rpc's fields too
+	for _, m := range []any{setup, &SetupOK{Endpoints: eps, Targets: tgs, MTU: 4096, Resp: &eps[0]}} {
 		var buf bytes.Buffer
 		require.NoError(t, WriteFrame(&buf, MsgSetup, m), "%T of %d QPs", m, MaxQPs)
 		assert.Less(t, buf.Len(), MaxPayload*3/4, "room to spare")
