@@ -228,6 +228,17 @@ func bidirSetup(msgs int64, qd, batch int) *oob.Setup {
 	return req
 }
 
+// writeRPCSetup is EchoRPC's Setup over RDMA_WRITE (role write-rpc): a
+// window of 4 requests of 64 bytes, 64 apart, and the client's UD
+// response QP.
+func writeRPCSetup() *oob.Setup {
+	req := targetSetup(1, 256)
+	req.Scenario.Role, req.Scenario.SendDepth = "write-rpc", 8
+	req.Scenario.RPC = &oob.RPC{Window: 4, Stride: 64}
+	req.Resp = &oob.Endpoint{QPN: 0x200, GID: "::ffff:192.0.2.1"}
+	return req
+}
+
 // programSetup is a Setup of role program: side B of the commit example
 // (await a message, answer it with 8 bytes).
 func programSetup() *oob.Setup {
@@ -359,6 +370,34 @@ func TestHostileClient(t *testing.T) {
 		{"bidir signal over its depth", func() *oob.Setup { r := bidirSetup(10, 2, 1); r.Scenario.Stream.Signal = 3; return r }, "stream: signal interval 3 exceeds qd 2"},
 		{"bidir window that could stall", func() *oob.Setup { r := bidirSetup(10, 3, 2); r.Scenario.Stream.Signal = 3; return r }, "stream: qd 3, batch 2, signal interval 3: the stream could wait for room"},
 		{"bidir accepted", func() *oob.Setup { return bidirSetup(10, 3, 1) }, ""},
+		{"write-rpc accepted", writeRPCSetup, ""},
+		{"write-rpc without its window", func() *oob.Setup { r := writeRPCSetup(); r.Scenario.RPC = nil; return r }, "role write-rpc needs its window (rpc)"},
+		{"write-rpc window on another role", func() *oob.Setup { r := writeRPCSetup(); r.Scenario.Role = "target"; return r }, "rpc and resp are for role write-rpc, not target"},
+		{"write-rpc window of 0", func() *oob.Setup { r := writeRPCSetup(); r.Scenario.RPC.Window = 0; return r }, "rpc.window 0 out of range 1..256"},
+		{"write-rpc window of 257", func() *oob.Setup {
+			r := writeRPCSetup()
+			r.Scenario.SlotSize, r.Scenario.RPC.Window = 257*64, 257
+			return r
+		}, "rpc.window 257 out of range 1..256"},
+		{"write-rpc stride below the size", func() *oob.Setup { r := writeRPCSetup(); r.Scenario.Size = 128; return r }, "rpc.stride 64 must be a multiple of 64 and at least the size 128"},
+		{"write-rpc stride off a cache line", func() *oob.Setup { r := writeRPCSetup(); r.Scenario.RPC.Stride = 100; return r }, "rpc.stride 100 must be a multiple of 64"},
+		{"write-rpc window beyond the slot", func() *oob.Setup { r := writeRPCSetup(); r.Scenario.RPC.Window = 5; return r }, "rpc: window 5 × stride 64 exceed slot_size 256"},
+		{"write-rpc stride beyond the slot", func() *oob.Setup { r := writeRPCSetup(); r.Scenario.RPC.Stride = 1 << 30; return r }, "exceed slot_size 256"},
+		{"write-rpc without the client's response QP", func() *oob.Setup { r := writeRPCSetup(); r.Resp = nil; return r }, "role write-rpc needs the client's UD response endpoint (resp)"},
+		{"write-rpc response QP with a bad GID", func() *oob.Setup { r := writeRPCSetup(); r.Resp.GID = "x"; return r }, `resp: gid "x" is not an IP address`},
+		{"write-rpc response QP number 0", func() *oob.Setup { r := writeRPCSetup(); r.Resp.QPN = 0; return r }, "resp: qpn 0x0 out of range 0x1..0xffffff"},
+		{"a response QP for another role", func() *oob.Setup { r := writeEchoSetup(); r.Resp = &oob.Endpoint{QPN: 1, GID: "::1"}; return r }, "rpc and resp are for role write-rpc, not write-echo"},
+		{"write-rpc over UD", func() *oob.Setup { r := writeRPCSetup(); r.Scenario.Transport = "UD"; return r }, "role write-rpc serves RDMA_WRITE over RC or UC on 1 QP, not RDMA_WRITE over UD"},
+		{"write-rpc of SEND", func() *oob.Setup { r := writeRPCSetup(); r.Scenario.Op = "SEND"; return r }, "role write-rpc serves RDMA_WRITE over RC or UC on 1 QP, not SEND"},
+		{"write-rpc on 2 QPs", func() *oob.Setup { return withQPs(writeRPCSetup(), 2) }, "on 1 QP, not RDMA_WRITE over RC on 2"},
+		{"write-rpc response beyond the path MTU", func() *oob.Setup {
+			r := writeRPCSetup()
+			r.Scenario.Size, r.Scenario.SlotSize, r.Scenario.RPC.Stride = 2048, 4*2048, 2048
+			return r
+		}, "echo RPC response size 2048 (a UD datagram) exceeds the path MTU 1024"},
+		{"write-rpc send depth 1", func() *oob.Setup { r := writeRPCSetup(); r.Scenario.SendDepth = 1; return r }, "send_depth 1: the write-rpc role answers every message and needs at least 2"},
+		{"write-rpc signal_all", func() *oob.Setup { r := writeRPCSetup(); r.Scenario.SignalAll = true; return r }, "signal_all needs role echo or write-echo, not write-rpc"},
+		{"write-rpc with SRQ", func() *oob.Setup { r := writeRPCSetup(); r.Scenario.SRQ = true; return r }, "srq"},
 		{"endpoints missing", func() *oob.Setup { r := targetSetup(2, 64); r.Endpoints = r.Endpoints[:1]; return r }, "1 endpoints for qps 2"},
 		{"bad GID", func() *oob.Setup { r := targetSetup(1, 64); r.Endpoints[0].GID = "x"; return r }, `endpoint 0: gid "x" is not an IP address`},
 		{"UC through rdma_cm", func() *oob.Setup {
@@ -1363,6 +1402,22 @@ func TestSetupConcurrent(t *testing.T) {
 	waitIdle(t, srv, f)
 }
 
+// TestWriteRPCCost: role write-rpc's second side (the responses' UD QP)
+// counts against every budget: a QP, its queues, its CQ and its slots.
+func TestWriteRPCCost(t *testing.T) {
+	f := newFakeDev()
+	req := writeRPCSetup()
+	one := *req
+	one.Scenario.Role, one.Scenario.RPC, one.Resp = "target", nil, nil
+	c, c1 := peer.SetupCost(req, f.lim), peer.SetupCost(&one, f.lim)
+	assert.Equal(t, 2, c.Sides)
+	assert.Equal(t, 2, c.QPs)
+	assert.Equal(t, 2*c1.WRs, c.WRs)
+	assert.Equal(t, 2*c1.CQEs, c.CQEs)
+	assert.Greater(t, c.Registered, c1.Registered, "the response side's slots (UD: a GRH more)")
+	assert.Greater(t, costOf(req, f.lim).Mem, costOf(&one, f.lim).Mem)
+}
+
 // TestRingMemory: -max-mem and -total-mem count the queue rings (send and
 // receive queues or SRQ, CQ) as estimated by ringBytes; a Setup whose
 // buffers fit but whose rings do not is refused naming the value and the
@@ -1388,6 +1443,8 @@ func TestRingMemory(t *testing.T) {
 			// send: 4 × 128 × 256 B; one SRQ: 1024 × 64 B; CQ (2800): 4096 × 128 B
 			{"sink, 4 QPs, SRQ", &oob.Setup{Scenario: oob.Scenario{Op: "SEND", Transport: "RC", Role: "sink", Size: 64, QPs: 4,
 				SendDepth: 100, RecvDepth: 600, SlotSize: 64, SRQ: true}}, 131072 + 65536 + 524288},
+			// two sides (requests RC, responses UD), each: send 16 × 256 B, receive 2 × 64 B, CQ (9) 16 × 128 B
+			{"write-rpc, send depth 8", writeRPCSetup(), 2 * 3 * 4096},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				c := peer.SetupCost(tc.req, f.lim)

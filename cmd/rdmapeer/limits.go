@@ -68,14 +68,17 @@ const (
 	cqeBytes      = 128
 )
 
-// ringBytes estimates the queue rings of req, whose CQ has c.CQEs
-// entries (see the constants above).
+// ringBytes estimates the queue rings of req, whose c.Sides CQs have
+// c.CQEs entries in all (see the constants above). A second side (role
+// write-rpc's responses) has the first's depths, one QP and no SRQ, as
+// the first then has: the rings are those of one side, times the sides.
 func ringBytes(req *oob.Setup, c peer.Cost) int64 {
 	sc := req.Scenario
 	page := int64(os.Getpagesize())
 	ring := func(depth, elem int64) int64 {
 		return (pow2(depth+1)*pow2(elem) + page - 1) / page * page
 	}
+	sides := int64(max(c.Sides, 1))
 	qps, send, recv := int64(sc.QPs), int64(sc.SendDepth), int64(sc.RecvDepth)
 	total := qps * ring(send, sendWQEHeader+max(sgeBytes, int64(sc.Inline)))
 	if sc.SRQ {
@@ -83,7 +86,7 @@ func ringBytes(req *oob.Setup, c peer.Cost) int64 {
 	} else {
 		total += qps * ring(recv, recvWQEBytes)
 	}
-	return total + ring(int64(c.CQEs), cqeBytes)
+	return sides * (total + ring(int64(c.CQEs)/sides, cqeBytes))
 }
 
 // pow2 is the least power of two ≥ n (1 for n ≤ 1).

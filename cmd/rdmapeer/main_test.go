@@ -68,25 +68,32 @@ func TestPeerServesEveryRole(t *testing.T) {
 		name      string
 		streaming bool
 		spec      scenario.Spec
+		rpc       bool // EchoRPC
 	}{
-		{"SendLat RC (echo)", false, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 64}},
-		{"SendLat UD (echo)", false, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportUD, Size: 64}},
-		{"WriteLat RC (write-echo)", false, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportRC, Size: 8}},
-		{"ReadLat RC (target)", false, scenario.Spec{Op: verbs.OpRead, Transport: verbs.TransportRC, Size: 8}},
-		{"AtomicLat RC (target)", false, scenario.Spec{Op: verbs.OpFetchAdd, Transport: verbs.TransportRC}},
-		{"SendBW RC (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 1024, QD: 32, Signal: 4}},
-		{"SendBW UD (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportUD, Size: 1024, QD: 32, Signal: 4}},
-		{"WriteBW RC bidir (stream back)", true, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportRC, Size: 4096, QD: 16, Signal: 4, Bidir: true}},
-		{"SendBW RC bidir (stream back)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 1024, QD: 32, Signal: 4, Bidir: true}},
-		{"InboundSend RC side=responder (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 64, QD: 32, Signal: 4, Inbound: true}},
-		{"WriteBW UC 2 QPs (target)", true, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportUC, Size: 4096, QD: 16, QPs: 2, Signal: 4}},
-		{"ReadBW RC (target)", true, scenario.Spec{Op: verbs.OpRead, Transport: verbs.TransportRC, Size: 4096, QD: 8, Signal: 4}},
-		{"AtomicBW RC (target)", true, scenario.Spec{Op: verbs.OpCmpSwap, Transport: verbs.TransportRC, QD: 8, Signal: 4}},
+		{"SendLat RC (echo)", false, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 64}, false},
+		{"SendLat UD (echo)", false, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportUD, Size: 64}, false},
+		{"WriteLat RC (write-echo)", false, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportRC, Size: 8}, false},
+		{"ReadLat RC (target)", false, scenario.Spec{Op: verbs.OpRead, Transport: verbs.TransportRC, Size: 8}, false},
+		{"AtomicLat RC (target)", false, scenario.Spec{Op: verbs.OpFetchAdd, Transport: verbs.TransportRC}, false},
+		{"SendBW RC (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 1024, QD: 32, Signal: 4}, false},
+		{"SendBW UD (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportUD, Size: 1024, QD: 32, Signal: 4}, false},
+		{"WriteBW RC bidir (stream back)", true, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportRC, Size: 4096, QD: 16, Signal: 4, Bidir: true}, false},
+		{"SendBW RC bidir (stream back)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 1024, QD: 32, Signal: 4, Bidir: true}, false},
+		{"InboundSend RC side=responder (sink)", true, scenario.Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 64, QD: 32, Signal: 4, Inbound: true}, false},
+		{"WriteBW UC 2 QPs (target)", true, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportUC, Size: 4096, QD: 16, QPs: 2, Signal: 4}, false},
+		{"ReadBW RC (target)", true, scenario.Spec{Op: verbs.OpRead, Transport: verbs.TransportRC, Size: 4096, QD: 8, Signal: 4}, false},
+		{"AtomicBW RC (target)", true, scenario.Spec{Op: verbs.OpCmpSwap, Transport: verbs.TransportRC, QD: 8, Signal: 4}, false},
+		{"EchoRPC RC write (write-rpc)", false, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportRC, Size: 32, QD: 4}, true},
+		{"EchoRPC UC write inline (write-rpc)", false, scenario.Spec{Op: verbs.OpWrite, Transport: verbs.TransportUC, Size: 100, QD: 8, Inline: true}, true},
+		{"EchoRPC UD send (echo)", false, scenario.Spec{Op: verbs.OpSendImm, Transport: verbs.TransportUD, Size: 32, QD: 4}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			measure := scenario.Latency
-			if tc.streaming {
+			switch {
+			case tc.streaming:
 				measure = scenario.Stream
+			case tc.rpc:
+				measure = scenario.EchoRPC
 			}
 			var failed string
 			r := testing.Benchmark(func(b *testing.B) {

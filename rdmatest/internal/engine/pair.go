@@ -293,6 +293,10 @@ type Pair struct {
 	// Stopped (see checkDelivered).
 	peerRecvd uint64
 	expect    func(uint64) // sets the receives the remote Stop waits for
+	// rpcResp is, against a peer serving EchoRPC over RDMA_WRITE (role
+	// write-rpc), the UD side that takes the responses: built before
+	// the session opens, since the Setup carries its endpoint.
+	rpcResp *Side
 }
 
 // allAccess is what the requester's memory and QPs allow (a passive side
@@ -340,6 +344,14 @@ func (p *Pair) open() error {
 		return err
 	}
 	if d.Opts.Peer != "" {
+		if cfg.Spec != nil && roleFor(cfg.Spec) == roleWriteRPC {
+			rc := cfg
+			rc.Transport, rc.QPs, rc.SRQ, rc.Event = verbs.TransportUD, 1, false, false
+			if p.rpcResp, err = NewSide(d, p.PD, &p.res, rc, false, allAccess); err != nil {
+				return err
+			}
+			p.rpcResp.QKey = p.A.QKey
+		}
 		return p.openRemote(epA)
 	}
 	if p.B, err = NewSide(d, p.PD, &p.res, cfg, cfg.SRQ, allAccess); err != nil {

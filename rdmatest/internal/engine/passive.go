@@ -47,6 +47,10 @@ type Passive struct {
 	// side's send depth.
 	streamMsgs int64
 	sendDepth  int
+	// rpcResp and stride (role write-rpc) are the UD side that sends the
+	// responses and the request slots' stride.
+	rpcResp *Side
+	stride  int
 }
 
 // NewPassive builds the passive side that req asks for on d and connects
@@ -80,6 +84,9 @@ func NewPassive(d *Dev, req *oob.Setup, timeout time.Duration) (*Passive, error)
 		program: req.Program, own: len(req.Access) > 0 || req.Program != nil, sendDepth: sc.SendDepth}
 	if sc.Stream != nil {
 		p.streamMsgs = sc.Stream.Msgs
+	}
+	if sc.RPC != nil {
+		p.stride = sc.RPC.Stride
 	}
 	p.spec.defaults()
 	cfg := PairConfig{Transport: spec.Transport, QPs: sc.QPs, SlotSize: sc.SlotSize, SendDepth: sc.SendDepth,
@@ -153,6 +160,11 @@ func (p *Passive) open(d *Dev, req *oob.Setup, cfg PairConfig, access verbs.Acce
 		return err
 	}
 	p.setup.MTU = mtu
+	if req.Resp != nil { // role write-rpc (oob checked)
+		if err := p.openResp(d, pd, cfg, req.Resp, mtu); err != nil {
+			return err
+		}
+	}
 	for i, ep := range local {
 		p.setup.Endpoints = append(p.setup.Endpoints, toOOB(ep))
 		t := p.side.Targets()[i]
@@ -161,12 +173,50 @@ func (p *Passive) open(d *Dev, req *oob.Setup, cfg PairConfig, access verbs.Acce
 	return nil
 }
 
+// openResp builds role write-rpc's second side: one UD QP, with the
+// request side's depths and slots, connected to the client's response
+// QP resp. It only sends (local write access).
+func (p *Passive) openResp(d *Dev, pd *verbs.PD, cfg PairConfig, resp *oob.Endpoint, mtu int) error {
+	cfg.Transport, cfg.QPs, cfg.SRQ = verbs.TransportUD, 1, false
+	var err error
+	if p.rpcResp, err = NewSide(d, pd, &p.res, cfg, false, verbs.AccessLocalWrite); err != nil {
+		return err
+	}
+	p.rpcResp.QKey = p.side.QKey
+	local, err := p.rpcResp.Endpoints(d, 1)
+	if err != nil {
+		return err
+	}
+	remote, err := fromOOB([]oob.Endpoint{*resp})
+	if err != nil {
+		return fmt.Errorf("rdmatest: setup: resp: %w", err)
+	}
+	if err := p.rpcResp.Connect(d, pd, &p.res, verbs.TransportUD, local, remote, []Target{{QPN: remote[0].QPN}}, verbs.AccessLocalWrite, mtu); err != nil {
+		return err
+	}
+	p.setup.Resp = new(toOOB(local[0]))
+	return nil
+}
+
+// qps are every QP the passive side made.
+func (p *Passive) qps() []*verbs.QP {
+	var qps []*verbs.QP
+	if p.side != nil {
+		qps = append(qps, p.side.QPs...)
+	}
+	if p.rpcResp != nil {
+		qps = append(qps, p.rpcResp.QPs...)
+	}
+	return qps
+}
+
 // SetupOK is the answer for the client: the side's QPs and memory.
 func (p *Passive) SetupOK() *oob.SetupOK { return &p.setup }
 
 // Start begins the role: "sink" reposts receives, "echo" answers every
 // receive with the same verb, "write-echo" answers every WRITE with a
-// WRITE, "program" runs the client's program (each a C loop on a thread
+// WRITE, "write-rpc" sweeps the request slots and answers each over UD
+// (EchoRPC's server), "program" runs the client's program (each a C loop on a thread
 // of its own), "target" only exposes memory. The side's slots are filled
 // with the verification pattern first, as a local passive side's are
 // (see fillPatterns), except for a pattern of one's own, whose memory
@@ -208,6 +258,10 @@ func (p *Passive) Start() error {
 			r.begin()
 			return &responder{run: r, timeout: p.timeout}, nil
 		})
+	}
+	if p.role == roleWriteRPC {
+		cfg := writeRPCServe(p.side, p.rpcResp, &p.spec, p.stride, p.timeout)
+		return p.run(func(cpu int) (*responder, error) { return startServe(cfg, cpu) })
 	}
 	cfg, ok := serveConfig(p.side, &p.spec, p.role, p.recvDepth, p.timeout)
 	if !ok {
@@ -328,10 +382,8 @@ func (p *Passive) Close() error {
 		p.Interrupt()  // nobody will start it now
 		_ = p.waitCM() // their error was the session's
 	}
-	if p.side != nil {
-		for _, qp := range p.side.QPs {
-			qp.ToError()
-		}
+	for _, qp := range p.qps() {
+		qp.ToError()
 	}
 	return errors.Join(err, p.res.Close())
 }

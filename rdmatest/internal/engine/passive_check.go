@@ -46,8 +46,13 @@ func SetupSpec(req *oob.Setup) (Spec, error) {
 		if st := sc.Stream; st != nil { // oob checked it is there
 			s.QD, s.Batch, s.Signal = st.QD, st.Batch, st.Signal
 		}
+	case roleWriteRPC:
+		s.Kind = KindRPC
+		if r := sc.RPC; r != nil { // oob checked it is there
+			s.QD = r.Window
+		}
 	default:
-		return Spec{}, fmt.Errorf("rdmatest: setup: unknown role %q (sink, echo, write-echo, target, bidir)", trimName(sc.Role))
+		return Spec{}, fmt.Errorf("rdmatest: setup: unknown role %q (sink, echo, write-echo, target, bidir, write-rpc)", trimName(sc.Role))
 	}
 	if want := roleFor(&s); string(want) != sc.Role {
 		return Spec{}, fmt.Errorf("rdmatest: setup: role %q does not serve %s (a client asks for %q with this verb)", sc.Role, op, want)
@@ -93,7 +98,7 @@ func CheckSetup(req *oob.Setup, lim Limits) error {
 	if sc.SendDepth > a.MaxQPWR {
 		bad("send_depth %d exceeds %s's max_qp_wr %d", sc.SendDepth, lim.Device, a.MaxQPWR)
 	}
-	if r := passiveRole(sc.Role); (r == roleEcho || r == roleWriteEcho) && sc.SendDepth < 2 {
+	if r := passiveRole(sc.Role); (r == roleEcho || r == roleWriteEcho || r == roleWriteRPC) && sc.SendDepth < 2 {
 		bad("send_depth %d: the %s role answers every message and needs at least 2 (one WR in every half is signaled)", sc.SendDepth, r)
 	}
 	if sc.SRQ && sc.RecvDepth > a.MaxSRQWR {
@@ -112,7 +117,11 @@ func CheckSetup(req *oob.Setup, lim Limits) error {
 		bad("registered memory %d bytes exceeds %s's max_mr_size %d", c.Registered, lim.Device, a.MaxMRSize)
 	}
 	lim.PortAttr.ActiveMTU = min(lim.PortAttr.ActiveMTU, req.MTU) // the path MTU both sides use
-	if err := s.CheckLimits(lim); err != nil {
+	check := s.CheckLimits
+	if s.Kind == KindRPC {
+		check = s.CheckRPC // the window and a response in one datagram too
+	}
+	if err := check(lim); err != nil {
 		errs = append(errs, fmt.Errorf("rdmatest: setup (%s %s %s, %s): %w", sc.Role, sc.Transport, sc.Op, s.Kind, err))
 	}
 	return errors.Join(errs...)
@@ -121,7 +130,10 @@ func CheckSetup(req *oob.Setup, lim Limits) error {
 // Cost is what a passive side for one Setup makes the peer create, for
 // its per-client and global limits.
 type Cost struct {
-	QPs int
+	// Sides is the number of sides (each with its own CQ): 2 for role
+	// write-rpc, whose responses leave from a UD side of their own.
+	Sides int
+	QPs   int
 	// WRs are the work requests of every queue: send and receive queues
 	// of every QP (or one SRQ instead of the receive queues).
 	WRs int
@@ -137,11 +149,26 @@ type Cost struct {
 // inline space.
 func (c Cost) Memory() int64 { return c.Registered + c.Inline }
 
-// SetupCost computes what NewSide creates for req on a device with lim
-// (the CQ depth is clamped to max_cqe as NewSide does). req must have
+// SetupCost computes what NewPassive creates for req on a device with
+// lim: the side NewSide makes (the CQ depth is clamped to max_cqe as
+// NewSide does), and for role write-rpc a second, UD side of one QP with
+// the same depths and slots, which sends the responses. req must have
 // passed oob validation (its values are bounded).
 func SetupCost(req *oob.Setup, lim Limits) Cost {
-	sc := req.Scenario
+	c := sideCost(req.Scenario, lim)
+	if passiveRole(req.Scenario.Role) == roleWriteRPC {
+		sc := req.Scenario
+		sc.Transport, sc.QPs, sc.SRQ = verbs.TransportUD.String(), 1, false
+		r := sideCost(sc, lim)
+		c.QPs, c.WRs, c.CQEs = c.QPs+r.QPs, c.WRs+r.WRs, c.CQEs+r.CQEs
+		c.Registered, c.Inline = c.Registered+r.Registered, c.Inline+r.Inline
+		c.Sides++
+	}
+	return c
+}
+
+// sideCost is what NewSide creates for one side of scenario sc.
+func sideCost(sc oob.Scenario, lim Limits) Cost {
 	qps, send, recv := int64(sc.QPs), int64(sc.SendDepth), int64(sc.RecvDepth)
 	slot := int64(sc.SlotSize)
 	if sc.Transport == verbs.TransportUD.String() {
@@ -158,7 +185,7 @@ func SetupCost(req *oob.Setup, lim Limits) Cost {
 	if m := int64(lim.Attr.MaxCQE); m > 0 && cqe > m {
 		cqe = m
 	}
-	return Cost{QPs: sc.QPs, WRs: int(wrs), CQEs: int(cqe), Registered: reg, Inline: qps * send * int64(sc.Inline)}
+	return Cost{Sides: 1, QPs: sc.QPs, WRs: int(wrs), CQEs: int(cqe), Registered: reg, Inline: qps * send * int64(sc.Inline)}
 }
 
 // Abort moves every QP of the passive side to the error state: posted
@@ -170,7 +197,7 @@ func (p *Passive) Abort() error {
 		return nil
 	}
 	var errs []error
-	for _, qp := range p.side.QPs {
+	for _, qp := range p.qps() {
 		if err := qp.ToError(); err != nil {
 			errs = append(errs, fmt.Errorf("rdmatest: QP %#x to error: %w", qp.QPN(), err))
 		}

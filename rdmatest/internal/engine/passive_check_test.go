@@ -2,8 +2,10 @@ package engine
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -148,7 +150,7 @@ func TestSetupCost(t *testing.T) {
 	req := clientSetup(Spec{Op: verbs.OpSend, Transport: verbs.TransportRC, Size: 1000, QPs: 4, QD: 127}, true)
 	c := SetupCost(req, lim)
 	page := int64(os.Getpagesize())
-	assert.Equal(t, Cost{QPs: 4, WRs: 4 * (128 + 512), CQEs: 4 * (128 + 512), Registered: (8192 + page - 1) / page * page}, c,
+	assert.Equal(t, Cost{Sides: 1, QPs: 4, WRs: 4 * (128 + 512), CQEs: 4 * (128 + 512), Registered: (8192 + page - 1) / page * page}, c,
 		"2 slots of 1024 bytes per QP, page rounded")
 	req.Scenario.SRQ, req.Scenario.Inline = true, 1000
 	c = SetupCost(req, lim)
@@ -157,4 +159,43 @@ func TestSetupCost(t *testing.T) {
 	assert.Equal(t, c.Registered+c.Inline, c.Memory())
 	req.Scenario.SendDepth, req.Scenario.RecvDepth = 65536, 65536
 	assert.Equal(t, lim.Attr.MaxCQE, SetupCost(req, lim).CQEs, "the CQ is clamped to max_cqe, as NewSide does")
+}
+
+// TestCheckSetupAcceptsRPCClients: the Setup a client sends for an echo
+// RPC over RDMA_WRITE (role write-rpc), for random specs the client's own
+// check takes (seeded, printed), passes the peer's check, and the peer
+// reads back the spec's verb, transport, size, window and inline; the
+// cost counts the response side.
+func TestCheckSetupAcceptsRPCClients(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	lim := peerLimits()
+	mtu := lim.PortAttr.ActiveMTU
+	for n := 0; n < 500; {
+		s := Spec{Op: verbs.OpWrite, Transport: []verbs.Transport{verbs.TransportRC, verbs.TransportUC}[rng.IntN(2)],
+			Size: 1 + rng.IntN(mtu), QD: 1 + rng.IntN(maxWindow), Inline: rng.IntN(2) == 0}
+		s.Kind = KindRPC
+		s.defaults()
+		if s.CheckRPC(lim) != nil {
+			continue // e.g. inline beyond max_inline_data: the client skips it
+		}
+		n++
+		cfg := rpcPairConfig(&s)
+		cfg.defaults()
+		req := setupRequest(&cfg, mtu, 0x1234567)
+		req.Endpoints = []oob.Endpoint{{QPN: 0x100, GID: "::ffff:192.0.2.1"}}
+		req.Targets = []oob.Target{{Addr: 0x1000, RKey: 1}}
+		req.Resp = &oob.Endpoint{QPN: 0x200, GID: "::ffff:192.0.2.1"}
+		require.NoError(t, CheckSetup(req, lim), "%+v", s)
+		got, err := SetupSpec(req)
+		require.NoError(t, err)
+		assert.Equal(t, []any{s.Op, s.Transport, s.Size, s.QD, s.Inline}, []any{got.Op, got.Transport, got.Size, got.QD, got.Inline}, "%+v", s)
+		one := *req
+		one.Scenario.Role, one.Scenario.RPC, one.Resp = string(roleTarget), nil, nil
+		c, c1 := SetupCost(req, lim), SetupCost(&one, lim)
+		assert.Equal(t, []int{2, 2, 2 * c1.WRs}, []int{c.Sides, c.QPs, c.WRs}, "%+v", s)
+		req.Scenario.RPC.Window++ // one request slot beyond the peer's buffer
+		assert.Error(t, CheckSetup(req, lim), "%+v: window %d", s, req.Scenario.RPC.Window)
+	}
 }

@@ -40,12 +40,15 @@ const (
 	roleTarget    passiveRole = "target"     // nothing runs: the NIC serves READ, WRITE and atomics
 	roleProgram   passiveRole = "program"    // side B's program of a pattern of one's own (oob.Setup.Program)
 	roleBidir     passiveRole = "bidir"      // streams back from Start (oob.Scenario.Stream) and takes the client's stream
+	roleWriteRPC  passiveRole = "write-rpc"  // EchoRPC's server over RDMA_WRITE: sweeps the requests, answers over UD (oob.Scenario.RPC)
 )
 
 // roleFor names the passive role for a spec.
 func roleFor(s *Spec) passiveRole {
 	stream := s.Kind == KindStream
 	switch {
+	case s.Kind == KindRPC && s.Op == verbs.OpWrite:
+		return roleWriteRPC
 	case stream && s.Bidir:
 		return roleBidir
 	case stream && s.consumesRecv():
@@ -80,6 +83,13 @@ func (p *Pair) openRemote(epA []verbs.Endpoint) error {
 	}
 	p.remote = r
 	req.CM = d.UseCM()
+	var epResp []verbs.Endpoint
+	if p.rpcResp != nil { // write-rpc: the responses' UD QP
+		if epResp, err = p.rpcResp.Endpoints(d, 0); err != nil {
+			return err
+		}
+		req.Resp = new(toOOB(epResp[0]))
+	}
 	for i, ep := range epA {
 		req.Endpoints = append(req.Endpoints, toOOB(ep))
 		req.Targets = append(req.Targets, oob.Target{Addr: p.A.In(i, 1).Addr, RKey: p.A.MR.RKey()})
@@ -102,10 +112,29 @@ func (p *Pair) openRemote(epA []verbs.Endpoint) error {
 	for i, t := range ok.Targets {
 		targets = append(targets, Target{QPN: remoteEps[i].QPN, Addr: t.Addr, RKey: t.RKey})
 	}
+	if p.rpcResp != nil {
+		if err := p.connectResp(epResp, ok.Resp, ok.MTU); err != nil {
+			return err
+		}
+	}
 	if req.CM {
 		return p.dialCM(ok.CMAddr, targets)
 	}
 	return p.A.Connect(d, p.PD, &p.res, cfg.Transport, epA, remoteEps, targets, allAccess, ok.MTU)
+}
+
+// connectResp connects the client's response QP (write-rpc) to the
+// peer's, told in SetupOK.Resp.
+func (p *Pair) connectResp(local []verbs.Endpoint, resp *oob.Endpoint, mtu int) error {
+	d := p.Dev
+	if resp == nil {
+		return fmt.Errorf("rdmatest: peer %s: role write-rpc: no response QP in its answer (an older rdmapeer?)", d.Opts.Peer)
+	}
+	remote, err := fromOOB([]oob.Endpoint{*resp})
+	if err != nil {
+		return fmt.Errorf("rdmatest: peer %s: response QP: %w", d.Opts.Peer, err)
+	}
+	return p.rpcResp.Connect(d, p.PD, &p.res, verbs.TransportUD, local, remote, []Target{{QPN: remote[0].QPN}}, allAccess, mtu)
 }
 
 // dialCM connects side A's QPs, in order, to the peer's rdma_cm listener
@@ -139,11 +168,15 @@ func setupRequest(cfg *PairConfig, mtu int, qkey uint32) *oob.Setup {
 	if s := cfg.Spec; s.Bidir {
 		stream = &oob.Stream{Msgs: cfg.msgs, QD: s.QD, Batch: s.Batch, Signal: s.Signal}
 	}
+	var rpc *oob.RPC
+	if roleFor(cfg.Spec) == roleWriteRPC {
+		rpc = &oob.RPC{Window: cfg.Spec.QD, Stride: rpcStride(cfg.Spec)}
+	}
 	return &oob.Setup{
 		Scenario: oob.Scenario{
 			Op: cfg.Spec.Op.String(), Transport: cfg.Transport.String(), Role: string(roleFor(cfg.Spec)), Size: cfg.Spec.Size,
 			QPs: cfg.QPs, SendDepth: cfg.SendDepth, RecvDepth: cfg.RecvDepth, SlotSize: cfg.SlotSize,
-			Inline: cfg.Inline, SRQ: cfg.SRQ, SignalAll: cfg.Spec.SignalAll, Stream: stream,
+			Inline: cfg.Inline, SRQ: cfg.SRQ, SignalAll: cfg.Spec.SignalAll, Stream: stream, RPC: rpc,
 		},
 		MTU:  mtu,
 		QKey: qkey,

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/hist"
 	"github.com/rdmabench/rdmabench/verbs"
@@ -78,9 +79,11 @@ func (s Spec) CheckRPC(d Limits) error {
 // round trip (not halved) from just before the request's post call
 // until the poll that returned its response; msgs/s = RPCs completed per
 // second of the loop's own clock. Against a remote peer (-rdma.peer)
-// the UD variant runs, served by the peer's echo role (the same loop as
-// the local server: each request's bytes and immediate sent back); the
-// RDMA_WRITE variants need both sides in this process.
+// the peer runs the same server loops: its echo role over UD (each
+// request's bytes and immediate sent back), its write-rpc role over
+// RDMA_WRITE (the requests swept from its memory, the responses sent
+// from a UD QP of its own to the client's, whose endpoints the session's
+// Setup and SetupOK carry).
 func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	b.Helper()
 	takeTurn(b)
@@ -89,9 +92,6 @@ func EchoRPC(b *testing.B, d *Dev, s Spec) {
 	skipCM(b, d, &s)
 	s.Kind = KindRPC
 	s.defaults()
-	if d.Opts.Peer != "" && s.Op != verbs.OpSendImm {
-		b.Skip(unsupported("the echo RPC server over RDMA_WRITE (requests swept from its memory, responses on a UD pair of their own) runs in this process, not in a remote peer (-rdma.peer); over UD the peer's echo role serves it"))
-	}
 	if err := s.CheckRPC(d.Limits()); err != nil {
 		skipOrFail(b, err)
 	}
@@ -133,11 +133,8 @@ func newEchoRPC(tb testing.TB, d *Dev, s *Spec, n int64, cpu int) (client *verbs
 		}
 	}
 	timeout := d.Opts.Timeout
-	stride := (s.Size + 63) &^ 63
-	cfg := PairConfig{Transport: s.Transport, SlotSize: s.QD * stride, SendDepth: 2 * s.QD, Spec: s}
-	if s.Inline {
-		cfg.Inline = s.Size
-	}
+	stride := rpcStride(s)
+	cfg := rpcPairConfig(s)
 	req := NewPair(tb, d, cfg)
 	undo = append(undo, func() { req.close() })
 	cc := verbs.RPCConfig{QP: req.A.QPs[0], ReqCQ: req.A.CQ, RespCQ: req.A.CQ, WR: sendWR(s, req.A, 0),
@@ -145,25 +142,22 @@ func newEchoRPC(tb testing.TB, d *Dev, s *Spec, n int64, cpu int) (client *verbs
 		Recv: req.A.In(0, recvBytes(s)), RecvDepth: req.Cfg.RecvDepth, SendDepth: cfg.SendDepth,
 		RPCs: n, Timeout: timeout, Hist: histGeometry}
 	var server verbs.ServeConfig
-	if s.Op == verbs.OpWrite {
+	switch {
+	case req.remote != nil && s.Op == verbs.OpWrite: // the peer's write-rpc role answers on its UD QP
+		rp := req.rpcResp
+		cc.RespCQ, cc.RecvQP, cc.Recv = rp.CQ, rp.QPs[0], rp.In(0, s.Size+grhBytes)
+	case s.Op == verbs.OpWrite:
 		// Responses come back over UD, on a pair of their own.
 		cfg.Transport = verbs.TransportUD
 		rp := NewPair(tb, d, cfg)
 		undo = append(undo, func() { rp.close() })
 		cc.RespCQ, cc.RecvQP, cc.Recv = rp.A.CQ, rp.A.QPs[0], rp.A.In(0, s.Size+grhBytes)
-		wr := verbs.SendWR{Op: verbs.OpSendImm, NumSGE: 1, UD: rp.B.Peer[0].Dest}
-		wr.SGE[0] = rp.B.Out(0, s.Size)
-		if s.Inline {
-			wr.Flags |= verbs.FlagInline
-		}
-		server = verbs.ServeConfig{Mode: verbs.ServeWriteRPC, CQ: rp.B.CQ, QPs: rp.B.QPs, WR: wr, SendDepth: rp.B.depth,
-			Req: req.B.inByte(0, 0), Resp: rp.B.outByte(0, 0), Window: s.QD, Stride: stride, Size: s.Size,
-			Timeout: timeout, Idle: timeout}
-	} else if req.remote == nil {
+		server = writeRPCServe(req.B, rp.B, s, stride, timeout)
+	case req.remote == nil:
 		server, _ = serveConfig(req.B, s, roleEcho, req.Cfg.RecvDepth, timeout)
 	}
 	var err error
-	if req.remote != nil { // UD against a peer: its echo role (EchoRPC)
+	if req.remote != nil { // the peer's echo or write-rpc role
 		resp, err = req.startPassive(s, cpu)
 	} else {
 		resp, err = startServe(server, cpu)
@@ -180,4 +174,34 @@ func newEchoRPC(tb testing.TB, d *Dev, s *Spec, n int64, cpu int) (client *verbs
 	}
 	undo = append(undo, func() { client.Close() })
 	return client, resp, release
+}
+
+// rpcPairConfig is the request pair of an echo RPC run of s (the
+// response pair, over UD, has the same sizes): a slot holds the window's
+// requests, the send queue two windows.
+func rpcPairConfig(s *Spec) PairConfig {
+	cfg := PairConfig{Transport: s.Transport, SlotSize: s.QD * rpcStride(s), SendDepth: 2 * s.QD, Spec: s}
+	if s.Inline {
+		cfg.Inline = s.Size
+	}
+	return cfg
+}
+
+// rpcStride is the bytes between an echo RPC's request slots: the size
+// rounded up to 64 (a cache line).
+func rpcStride(s *Spec) int { return (s.Size + 63) &^ 63 }
+
+// writeRPCServe is the echo RPC server over RDMA_WRITE: it sweeps s.QD
+// request slots of stride bytes in req's "in" slot and answers each from
+// resp's "out" slot over resp's UD QP, to resp's peer (see EchoRPC).
+// The local server and a peer's write-rpc role are this one loop.
+func writeRPCServe(req, resp *Side, s *Spec, stride int, timeout time.Duration) verbs.ServeConfig {
+	wr := verbs.SendWR{Op: verbs.OpSendImm, NumSGE: 1, UD: resp.Peer[0].Dest}
+	wr.SGE[0] = resp.Out(0, s.Size)
+	if s.Inline {
+		wr.Flags |= verbs.FlagInline
+	}
+	return verbs.ServeConfig{Mode: verbs.ServeWriteRPC, CQ: resp.CQ, QPs: resp.QPs, WR: wr, SendDepth: resp.depth,
+		Req: req.inByte(0, 0), Resp: resp.outByte(0, 0), Window: s.QD, Stride: stride, Size: s.Size,
+		Timeout: timeout, Idle: timeout}
 }
