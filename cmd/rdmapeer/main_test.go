@@ -108,6 +108,12 @@ func TestPeerServesEveryRole(t *testing.T) {
 			})
 			require.Empty(t, failed)
 			require.Positive(t, r.N, "the benchmark ran no iteration")
+			// The timed region's wall-clock span, as a fabric agent sends
+			// it: around the testing timer's, and not much more.
+			start, end, ok := client.LastRegion()
+			require.True(t, ok, "no timed region recorded")
+			assert.GreaterOrEqual(t, end.Sub(start), r.T, "the region holds the timed run")
+			assert.Less(t, end.Sub(start), r.T+time.Second, "the region is the timed run, not the setup")
 			assert.Positive(t, r.Extra["msgs/s"])
 			assert.Positive(t, r.Extra["p50-ns"])
 			if tc.spec.Bidir {

@@ -3,7 +3,9 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/rdmabench/rdmabench/rdmatest/internal/cpus"
 	"github.com/rdmabench/rdmabench/rdmatest/internal/flags"
@@ -20,6 +22,30 @@ type Dev struct {
 	Opts     flags.Options
 
 	cpus cpus.Plan // where the timed loops run
+	// timed is the wall-clock span of the last timed region a benchmark
+	// ran on this device (LastRegion); shared by copies of the Dev.
+	timed *lastRegion
+}
+
+// lastRegion holds a Dev's last timed region.
+type lastRegion struct {
+	mu         sync.Mutex
+	start, end time.Time
+}
+
+// LastRegion is the wall-clock span (time.Now, the system's clock) of
+// the last timed region a benchmark ran on d: from just before its loop
+// began to just after it ended, without the setup before it or the
+// checks and teardown after it. ok is false before any. A fabric agent
+// sends it with each run, so that the coordinator can place the runs of
+// several nodes on one clock (rdmafabric incast's victim-overlap).
+func (d *Dev) LastRegion() (start, end time.Time, ok bool) {
+	if d.timed == nil {
+		return time.Time{}, time.Time{}, false
+	}
+	d.timed.mu.Lock()
+	defer d.timed.mu.Unlock()
+	return d.timed.start, d.timed.end, !d.timed.end.IsZero()
 }
 
 // Device opens the device chosen by the flags, checks its port and GID,
@@ -86,7 +112,7 @@ func OpenDevWith(o flags.Options) (*Dev, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dev{Device: dev, PortNum: o.Port, Opts: o}
+	d := &Dev{Device: dev, PortNum: o.Port, Opts: o, timed: &lastRegion{}}
 	if err := d.setup(); err != nil {
 		dev.Close()
 		return nil, err

@@ -18,6 +18,10 @@ type region struct {
 	noLoop      bool          // no loop thread ran the region (ControlPath): no preempted/run
 	cpu         time.Duration // CPU time at the start; after end, the CPU time spent
 	ended       bool
+	// wall is the system clock at the start; end stores the span in
+	// timed (the Dev's LastRegion).
+	wall  time.Time
+	timed *lastRegion
 }
 
 // beforeRun is the last step before a timed region: it finishes any
@@ -41,14 +45,22 @@ func beforeRun(b *testing.B, d *Dev) *region {
 	}
 	r.preemptions = loopPreemptions.Load()
 	r.cpu = cpuTime()
+	r.wall, r.timed = time.Now(), d.timed
 	return r
 }
 
 // end marks the end of the timed region (call it right after the timer
 // stops).
 func (r *region) end() {
-	if !r.ended {
-		r.cpu, r.ended = cpuTime()-r.cpu, true
+	if r.ended {
+		return
+	}
+	r.cpu, r.ended = cpuTime()-r.cpu, true
+	if t := r.timed; t != nil {
+		now := time.Now()
+		t.mu.Lock()
+		t.start, t.end = r.wall, now
+		t.mu.Unlock()
 	}
 }
 
