@@ -95,7 +95,7 @@ func assertRefused(t *testing.T, lf listedFamily) {
 		n.Base = lf.base
 		_, err := scenario.Parse(n.String())
 		if assert.Error(t, err, n.String()) {
-			assert.Contains(t, err.Error(), "family "+lf.base+" cannot run against a remote peer")
+			assert.Contains(t, err.Error(), "family "+lf.base+" is not one Parse takes")
 		}
 	}
 }

@@ -68,6 +68,21 @@ func (a *remoteAgent) Facts(ctx context.Context) ([]string, error) {
 	return ok.Lines, nil
 }
 
+// Clock asks the agent for its system clock (oob.Clock): coord measures
+// each node's clock offset with it (coord.Clocked).
+func (a *remoteAgent) Clock(ctx context.Context) (time.Time, error) {
+	conn, done, err := a.connect(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer done()
+	var ok oob.ClockOK
+	if err := oob.Call(conn, a.dial, oob.MsgClock, &oob.Clock{}, oob.MsgClockOK, &ok); err != nil {
+		return time.Time{}, fmt.Errorf("agent %s: %w", a.node, err)
+	}
+	return time.Unix(0, ok.Now), nil
+}
+
 // Run asks the agent to run sc runs times against dst and reads the
 // results as they come, until RunDone; ctx's end closes the connection.
 func (a *remoteAgent) Run(ctx context.Context, dst string, sc coord.Scenario, runs int) ([]coord.Result, error) {
@@ -131,6 +146,9 @@ func (a *remoteAgent) Run(ctx context.Context, dst string, sc coord.Scenario, ru
 // #44).
 func withCounterUnits(res oob.RunResult) coord.Result {
 	r := coord.Result{Iters: res.Iters, Values: res.Values, Units: res.Units, Counters: res.Counters}
+	if res.Start != 0 { // validated: both set, in order
+		r.Start, r.End = time.Unix(0, res.Start), time.Unix(0, res.End)
+	}
 	for c, v := range res.Counters {
 		if v == 0 || !rdmatest.Watched(c) {
 			continue

@@ -36,7 +36,7 @@ func (f *fakeMeasurer) facts(node string) ([]string, error) {
 func (f *fakeMeasurer) check(scenario string) (int64, error) {
 	switch scenario {
 	case "EchoRPC":
-		return 0, errors.New("EchoRPC cannot run against a remote peer")
+		return 0, errors.New("EchoRPC is not one Parse takes")
 	case "WriteBW/size=1073741824":
 		return 1 << 30 * 128, nil
 	}
@@ -144,7 +144,7 @@ func TestAgentRefuses(t *testing.T) {
 		{"itself", run("NODE1", "WriteBW", 1), `dst "NODE1" is this node`},
 		{"an address, not a node", run("10.0.0.1", "WriteBW", 1), `dst "10.0.0.1" is not in this agent's node list`},
 		{"too many runs", run("node2", "WriteBW", 101), "runs 101 out of range 1..100"},
-		{"bad scenario", run("node2", "EchoRPC", 1), `scenario "EchoRPC": EchoRPC cannot run against a remote peer`},
+		{"bad scenario", run("node2", "EchoRPC", 1), `scenario "EchoRPC": EchoRPC is not one Parse takes`},
 		{"over -max-mem", run("node2", "WriteBW/size=1073741824", 1), "over -max-mem"},
 		{"not a node name", run("node2/80", "WriteBW", 1), `node name "node2/80" holds '/'`},
 		{"a port", run("node2:80", "WriteBW", 1), `dst "node2:80" is not in this agent's node list`},
@@ -165,13 +165,32 @@ func TestAgentRefuses(t *testing.T) {
 	assert.Zero(t, m.runs, "nothing ran")
 }
 
-// TestAgentOnlyWithFlag: a peer without -agent refuses Facts and Run.
+// TestAgentOnlyWithFlag: a peer without -agent refuses Facts, Clock
+// and Run.
 func TestAgentOnlyWithFlag(t *testing.T) {
 	addr, _ := startServer(t, newFakeDev(), testToken, hostLimits())
 	_, _, err := agentCall(t, addr, oob.MsgFacts, &oob.Facts{})
 	var pe *oob.PeerError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, pe.Msg, "Facts: this rdmapeer is not an agent")
+	c := dialAuth(t, addr, testToken)
+	require.NoError(t, oob.WriteFrame(c, oob.MsgClock, &oob.Clock{}))
+	err = oob.Decode(c, oob.MsgClockOK, &oob.ClockOK{})
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, pe.Msg, "Clock: this rdmapeer is not an agent")
+}
+
+// TestAgentClock: an agent answers Clock with its system clock, for the
+// coordinator's offset (read between the request and the answer here).
+func TestAgentClock(t *testing.T) {
+	addr, _ := startAgentServer(t, &fakeMeasurer{}, time.Minute)
+	c := dialAuth(t, addr, testToken)
+	t1 := time.Now()
+	var ok oob.ClockOK
+	require.NoError(t, oob.Call(c, time.Second, oob.MsgClock, &oob.Clock{}, oob.MsgClockOK, &ok))
+	t3 := time.Now()
+	assert.GreaterOrEqual(t, ok.Now, t1.UnixNano())
+	assert.LessOrEqual(t, ok.Now, t3.UnixNano())
 }
 
 // TestAgentOneRunAtATime: a second Run while one runs is refused as

@@ -113,6 +113,9 @@ func (r *rdmaMeasurer) run(ctx context.Context, addr, name string, iters int) (r
 		return nil, err
 	}
 	res = resultOf(br, delta)
+	if start, end, ok := d.LastRegion(); ok {
+		res.Start, res.End = start.UnixNano(), end.UnixNano()
+	}
 	// The congestion counters this device has travel even at zero, so
 	// that the coordinator can tell "none happened" from "not counted".
 	for _, c := range facts.CongestionCounters {

@@ -402,13 +402,18 @@ func (c *session) serve(ctx context.Context) (err error) {
 		return c.fail(ctx, err)
 	}
 	switch {
-	case (t == oob.MsgFacts || t == oob.MsgRun) && s.agent == nil:
+	case (t == oob.MsgFacts || t == oob.MsgRun || t == oob.MsgClock) && s.agent == nil:
 		return c.fail(ctx, fmt.Errorf("%s: this rdmapeer is not an agent (rdmapeer -agent)", t))
 	case t == oob.MsgFacts:
 		if err := oob.DecodeFrame(t, payload, oob.MsgFacts, &oob.Facts{}); err != nil {
 			return c.fail(ctx, err)
 		}
 		return c.serveFacts(ctx, s.agent)
+	case t == oob.MsgClock:
+		if err := oob.DecodeFrame(t, payload, oob.MsgClock, &oob.Clock{}); err != nil {
+			return c.fail(ctx, err)
+		}
+		return oob.WriteFrame(conn, oob.MsgClockOK, &oob.ClockOK{Now: time.Now().UnixNano()})
 	case t == oob.MsgRun:
 		var run oob.Run
 		if err := oob.DecodeFrame(t, payload, oob.MsgRun, &run); err != nil {

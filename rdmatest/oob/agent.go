@@ -25,6 +25,9 @@ const (
 	MaxFactLineLen = 512
 	// MaxResultEntries bounds each map of a RunResult.
 	MaxResultEntries = 128
+	// MaxRegionNs bounds a RunResult's timed region (End − Start): a
+	// day.
+	MaxRegionNs = 24 * 3600 * 1e9
 )
 
 // Facts asks an agent for its node's name and configuration lines.
@@ -82,6 +85,12 @@ type RunResult struct {
 	Units map[string]string `json:"units"`
 	// Counters are the agent's port counter deltas over the run.
 	Counters map[string]uint64 `json:"counters"`
+	// Start and End are the run's timed region on the agent's system
+	// clock, Unix ns (rdmatest's Dev.LastRegion): with ClockOK, the
+	// coordinator places several nodes' runs on its own clock. Both 0:
+	// not known (an older agent).
+	Start int64 `json:"start,omitempty"`
+	End   int64 `json:"end,omitempty"`
 }
 
 // Validate checks the bounds: Iters ≥ 1, at least one value, each map
@@ -108,7 +117,34 @@ func (m *RunResult) Validate() error {
 			errs = append(errs, fmt.Errorf("unit %q: better=%q, want higher or lower", Sanitize(k), Sanitize(v)))
 		}
 	}
+	if m.Start != 0 || m.End != 0 {
+		if m.Start <= 0 || m.End < m.Start || m.End-m.Start > MaxRegionNs {
+			errs = append(errs, fmt.Errorf("timed region start %d, end %d: want 0 < start ≤ end ≤ start + %d ns", m.Start, m.End, int64(MaxRegionNs)))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// Clock asks an agent for its system clock (ClockOK), so that the
+// coordinator can measure the agent's clock against its own: it notes
+// its clock before (t1) and after (t3) the answer (t2), and the agent's
+// offset is t2 − (t1 + t3)/2, known within (t3 − t1)/2.
+type Clock struct{}
+
+// Validate accepts.
+func (*Clock) Validate() error { return nil }
+
+// ClockOK is an agent's system clock, Unix ns, when it answered.
+type ClockOK struct {
+	Now int64 `json:"now"`
+}
+
+// Validate checks that Now is after 1970.
+func (m *ClockOK) Validate() error {
+	if m.Now <= 0 {
+		return fmt.Errorf("now %d: want a positive Unix time in ns", m.Now)
+	}
+	return nil
 }
 
 // RunDone ends an agent's answer to Run.

@@ -28,7 +28,10 @@ func TestAgentMessagesRoundTrip(t *testing.T) {
 		{oob.MsgFactsOK, &oob.FactsOK{Node: "node1", Lines: []string{"fabric.node.node1.dev: rxe0"}}, &oob.FactsOK{}},
 		{oob.MsgRun, &oob.Run{Dst: "node2", Scenario: "WriteBW/size=65536", Runs: 5, Iters: 2000}, &oob.Run{}},
 		{oob.MsgRunResult, goodResult(), &oob.RunResult{}},
+		{oob.MsgRunResult, func() *oob.RunResult { r := goodResult(); r.Start, r.End = 1765000000e9, 1765000002e9; return r }(), &oob.RunResult{}},
 		{oob.MsgRunDone, &oob.RunDone{}, &oob.RunDone{}},
+		{oob.MsgClock, &oob.Clock{}, &oob.Clock{}},
+		{oob.MsgClockOK, &oob.ClockOK{Now: 1765000000e9}, &oob.ClockOK{}},
 	} {
 		t.Run(tc.t.String(), func(t *testing.T) {
 			require.NoError(t, tc.in.Validate())
@@ -66,6 +69,13 @@ func TestAgentMessagesRefused(t *testing.T) {
 		{"result iters", result(func(r *oob.RunResult) { r.Iters = 0 }), "iters 0 out of range"},
 		{"result direction", result(func(r *oob.RunResult) { r.Units["p50-ns"] = "up" }), `better="up", want higher or lower`},
 		{"result key space", result(func(r *oob.RunResult) { r.Counters["a b"] = 1 }), `key "a b" is not a name`},
+		{"region start only", result(func(r *oob.RunResult) { r.Start = 5 }), "timed region start 5, end 0: want 0 < start ≤ end ≤ start + 86400000000000 ns"},
+		{"region end only", result(func(r *oob.RunResult) { r.End = 5 }), "timed region start 0, end 5"},
+		{"region backwards", result(func(r *oob.RunResult) { r.Start, r.End = 10, 9 }), "timed region start 10, end 9"},
+		{"region before 1970", result(func(r *oob.RunResult) { r.Start, r.End = -10, 9 }), "timed region start -10, end 9"},
+		{"region over a day", result(func(r *oob.RunResult) { r.Start, r.End = 1, 1+oob.MaxRegionNs+1 }), "timed region start 1, end 86400000000002"},
+		{"clock zero", &oob.ClockOK{}, "now 0: want a positive Unix time in ns"},
+		{"clock negative", &oob.ClockOK{Now: -1}, "now -1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.m.Validate()

@@ -92,12 +92,14 @@ const (
 	MsgRun
 	MsgRunResult
 	MsgRunDone
+	MsgClock
+	MsgClockOK
 	msgLast
 )
 
 func (t MsgType) String() string {
 	names := [...]string{"", "Hello", "HelloOK", "Setup", "SetupOK", "Start", "Stop", "Stopped", "Error", "Started", "Challenge", "Auth",
-		"Facts", "FactsOK", "Run", "RunResult", "RunDone"}
+		"Facts", "FactsOK", "Run", "RunResult", "RunDone", "Clock", "ClockOK"}
 	if t > 0 && t < msgLast {
 		return names[t]
 	}

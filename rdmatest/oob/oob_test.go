@@ -131,7 +131,7 @@ func TestBadFrames(t *testing.T) {
 		{"wrong magic", append([]byte("HTTP"), frame(MsgHello, hello)[4:]...), `magic "HTTP", want "RDBP"`},
 		{"wrong version", func() []byte { f := frame(MsgHello, hello); f[4] = 9; return f }(), "protocol version 9, this side speaks 2"},
 		{"version 1 (token in clear)", func() []byte { f := frame(MsgHello, hello); f[4] = 1; return f }(), "protocol version 1, this side speaks 2"},
-		{"unknown type", frame(MsgType(42), hello), "unknown message type 42 (known: 1..16)"},
+		{"unknown type", frame(MsgType(42), hello), "unknown message type 42 (known: 1..18)"},
 		{"oversized length", func() []byte { f := frame(MsgHello, nil); binary.BigEndian.PutUint32(f[6:], 1<<31); return f }(), "payload length 2147483648 exceeds 65536"},
 		{"truncated payload", frame(MsgHello, hello)[:14], "Hello payload truncated"},
 		{"unexpected type", frame(MsgSetup, hello), "got Setup, want Hello"},

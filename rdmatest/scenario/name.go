@@ -137,8 +137,8 @@ func Families() []string {
 // may come in any order.
 //
 // It fails, naming what it refuses and listing what it takes, on an
-// unknown family, a family that cannot run against a remote peer
-// (EchoRPC and the control path), a key that is not one of the family's
+// unknown family, a family it does not take (the control path, which
+// has no side B, and EchoRPC, which the fabric agent does not run), a key that is not one of the family's
 // axes, a key given twice, a value Axis.Set refuses, and an atomic
 // family without op=fadd or op=cas. A point that is valid by name may
 // still be unsupported on a device: its runner skips it with the reason.
@@ -165,7 +165,7 @@ func familyOf(base string) (family, error) {
 	}
 	known := strings.Join(Families(), ", ")
 	if why, ok := local[base]; ok {
-		return family{}, fmt.Errorf("family %s cannot run against a remote peer: %s (the families that can: %s)", base, why, known)
+		return family{}, fmt.Errorf("family %s is not one Parse takes: %s (the families it takes: %s)", base, why, known)
 	}
 	return family{}, fmt.Errorf("unknown family %q (known: %s)", base, known)
 }

@@ -73,8 +73,8 @@ func TestParseBad(t *testing.T) {
 	}{
 		{"grammar", "WriteBW/size", []string{`part "size" is not key=value`}},
 		{"unknown family", "WriteBandwidth/size=8", []string{`unknown family "WriteBandwidth"`, "known: AtomicBW, AtomicContention, AtomicLat,", "WriteLoad"}},
-		{"EchoRPC", "EchoRPC/op=write/transport=UC/size=32/qd=1/inline=true", []string{"family EchoRPC cannot run against a remote peer", "the fabric agent does not run echo RPCs yet", "the families that can: AtomicBW,"}},
-		{"control path", "RegMR/op=reg/size=4096/page=4K", []string{"family RegMR cannot run against a remote peer", "control path"}},
+		{"EchoRPC", "EchoRPC/op=write/transport=UC/size=32/qd=1/inline=true", []string{"family EchoRPC is not one Parse takes", "the fabric agent does not run echo RPCs yet", "the families it takes: AtomicBW,"}},
+		{"control path", "RegMR/op=reg/size=4096/page=4K", []string{"family RegMR is not one Parse takes", "control path"}},
 		{"unknown key", "WriteBW/colour=red", []string{`unknown key "colour"`, "known: op, transport, size, qd,", "mtu, rate)"}},
 		{"key of another family", "WriteBW/gap=1ms", []string{`WriteBW has no key "gap"`, "its keys: transport, size, qd, qps, inline, batch, signal, bidir)"}},
 		{"duplicate key", "WriteBW/size=64/qd=16/size=128", []string{`key "size" given twice`}},

@@ -73,6 +73,17 @@ type Result struct {
 	Units map[string]string
 	// Counters are the source node's counter deltas during the run.
 	Counters map[string]uint64
+	// Start and End are the run's timed region on the source node's
+	// system clock; zero: not known. RunIncast places them on its own
+	// clock with the node's measured offset (Clocked).
+	Start, End time.Time
+}
+
+// Clocked is an Agent that tells its node's system clock. RunIncast
+// measures each node's clock offset with it (the exchange of
+// oob.Clock), so that runs on several nodes are compared on one clock.
+type Clocked interface {
+	Clock(ctx context.Context) (time.Time, error)
 }
 
 // Agent is the coordinator's handle on one node's agent.

@@ -92,12 +92,21 @@ func (o IncastOptions) Check() error {
 }
 
 // flowRun is one agent's Run of one flow in a case, timed on the
-// coordinator's clock from the case's start.
+// coordinator's clock from the case's start (t0).
 type flowRun struct {
 	res      Result
 	err      error
+	t0       time.Time
 	sent     time.Duration // the Run was sent
 	returned time.Duration // its results were back
+	clock    nodeClock     // its node's clock against ours
+}
+
+// nodeClock is a node's system clock against the coordinator's: the
+// node's reads offset ahead, within ±err (ok: measured).
+type nodeClock struct {
+	offset, err time.Duration
+	ok          bool
 }
 
 // elapsed is the run's timed region: ns/op × iterations.
@@ -105,11 +114,61 @@ func (f flowRun) elapsed() time.Duration {
 	return time.Duration(f.res.Values["ns/op"] * float64(f.res.Iters))
 }
 
-// start and end place the run's timed region on the coordinator's clock:
-// it ended when its result came back (less the result's way back, not
-// known and taken as nothing), and began its elapsed time before.
-func (f flowRun) start() time.Duration { return f.returned - f.elapsed() }
-func (f flowRun) end() time.Duration   { return f.returned }
+// measured tells whether the run's timed region is placed from the
+// agent's own account of it (Result.Start, End) and its node's measured
+// clock, rather than estimated.
+func (f flowRun) measured() bool { return f.clock.ok && !f.res.Start.IsZero() }
+
+// start and end place the run's timed region on the coordinator's clock.
+// Measured: the agent's region less its clock's offset (each end within
+// the offset's ±err). Estimated, without them: it ended when its result
+// came back (less the result's way back and the agent's teardown, not
+// known and taken as nothing), and began its elapsed time before; a
+// teardown of hundreds of ms under TCG moves it that much later.
+func (f flowRun) start() time.Duration {
+	if f.measured() {
+		return f.res.Start.Add(-f.clock.offset).Sub(f.t0)
+	}
+	return f.returned - f.elapsed()
+}
+
+func (f flowRun) end() time.Duration {
+	if f.measured() {
+		return f.res.End.Add(-f.clock.offset).Sub(f.t0)
+	}
+	return f.returned
+}
+
+// clockProbes is how many clock exchanges measure a node's offset; the
+// one with the shortest round trip is kept (as NTP keeps its best
+// sample).
+const clockProbes = 3
+
+// measureClock measures agent a's clock against ours: each probe notes
+// our clock before (t1) and after (t3) the agent's answer (t2); the
+// offset is t2 − (t1+t3)/2, within ±(t3−t1)/2. Not measured (ok false)
+// when a does not tell its clock or a probe fails (an older agent): the
+// case's runs are then placed by the estimate.
+func measureClock(ctx context.Context, a Agent) nodeClock {
+	c, ok := a.(Clocked)
+	if !ok {
+		return nodeClock{}
+	}
+	var best nodeClock
+	for range clockProbes {
+		t1 := time.Now()
+		t2, err := c.Clock(ctx)
+		t3 := time.Now()
+		if err != nil || t2.IsZero() {
+			return nodeClock{}
+		}
+		half := t3.Sub(t1) / 2
+		if !best.ok || half < best.err {
+			best = nodeClock{offset: t2.Sub(t1.Add(half)), err: half, ok: true}
+		}
+	}
+	return best
+}
 
 // incastOutcome is one case's runs: the idle victim, then the senders
 // (in the case's order) and the victim under incast.
@@ -141,6 +200,7 @@ func RunIncast(ctx context.Context, o IncastOptions, dial Dialer, w io.Writer) (
 	failed := make([]bool, len(o.Cases))
 	done := make([]int, len(o.Cases))
 	counted := make(map[int]bool) // nodes that reported a congestion counter
+	var timing flowTiming
 	var stopped error
 passes:
 	for pass := range o.Runs {
@@ -165,6 +225,7 @@ passes:
 				for _, v := range congestionNodes(c, out) {
 					counted[v] = true
 				}
+				timing.add(out)
 			}
 			if err := r.bw.Flush(); err != nil {
 				return r.sum, fmt.Errorf("coord: writing case %d of pass %d: %w", ci+1, pass+1, err)
@@ -187,6 +248,9 @@ passes:
 		}
 		r.line("fabric.incast.congestion-counters: counted on " + strings.Join(names, " ") + " (a counter with no line there did not move)")
 	}
+	if l := timing.line(); l != "" {
+		r.line(l)
+	}
 	r.writeTrailer()
 	if err := r.bw.Flush(); err != nil {
 		return r.sum, fmt.Errorf("coord: writing the counter and failure lines: %w", err)
@@ -202,6 +266,37 @@ passes:
 		return r.sum, err
 	}
 	return r.sum, nil
+}
+
+// flowTiming counts how the measured cases' incast flows (senders and
+// victim) were placed on the coordinator's clock, for the stream's
+// fabric.incast.timing line: measured from the agents' own regions (the
+// worst clock error among them), or estimated.
+type flowTiming struct {
+	measured, estimated int
+	worst               time.Duration
+}
+
+func (t *flowTiming) add(out incastOutcome) {
+	for _, f := range append(slices.Clone(out.senders), out.victim) {
+		if f.measured() {
+			t.measured++
+			t.worst = max(t.worst, f.clock.err)
+		} else {
+			t.estimated++
+		}
+	}
+}
+
+// line is the timing line ("" before any case was measured).
+func (t flowTiming) line() string {
+	switch {
+	case t.measured+t.estimated == 0:
+		return ""
+	case t.estimated == 0:
+		return fmt.Sprintf("fabric.incast.timing: measured (each flow's timed region from its agent, on the coordinator's clock within ±%.3f ms, the worst node clock offset error)", float64(t.worst)/1e6)
+	}
+	return fmt.Sprintf("fabric.incast.timing: estimated for %d of %d flows (agents that do not tell their clock or region: a region is taken to end when its result came back, so victim-overlap and sender-skew-ns may be off by the agents' teardown)", t.estimated, t.measured+t.estimated)
 }
 
 // congestionNodes are the nodes of case c that reported a congestion
@@ -239,6 +334,7 @@ func (r *runner) runCase(ctx context.Context, o IncastOptions, c schedule.Incast
 	}
 	t0 := time.Now()
 	runFlow := func(f *flowRun, src, dst int, sc Scenario) {
+		f.t0 = t0
 		f.sent = time.Since(t0)
 		res, err := r.agents[src].Run(cctx, o.Nodes[dst], sc, 1)
 		f.returned = time.Since(t0)
@@ -254,6 +350,16 @@ func (r *runner) runCase(ctx context.Context, o IncastOptions, c schedule.Incast
 	runFlow(&out.idle, c.Dst, c.Victim, o.Victim)
 	if out.err = out.idle.err; out.err != nil {
 		return out
+	}
+	// Each node's clock against ours, just before the incast: its
+	// flows' timed regions are then placed from the agents' accounts.
+	clocks := map[int]nodeClock{}
+	for _, v := range append([]int{c.Dst}, c.Senders...) {
+		clocks[v] = measureClock(cctx, r.agents[v])
+	}
+	out.victim.clock = clocks[c.Dst]
+	for i, s := range c.Senders {
+		out.senders[i].clock = clocks[s]
 	}
 	t0 = time.Now()
 	var wg sync.WaitGroup
@@ -397,7 +503,7 @@ func caseMetrics(out incastOutcome) (map[string]float64, error) {
 	}
 	v := out.victim
 	overlap := min(v.end(), earliest) - max(v.start(), latest)
-	m["victim-overlap"] = max(0, float64(overlap)) / float64(v.elapsed())
+	m["victim-overlap"] = max(0, float64(overlap)) / float64(max(v.end()-v.start(), 1))
 	for _, p := range []string{"p50", "p99", "p99.9"} {
 		idle, ok1 := out.idle.res.Values[p+"-ns"]
 		load, ok2 := v.res.Values[p+"-ns"]

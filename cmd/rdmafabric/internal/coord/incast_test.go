@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -39,12 +40,53 @@ type incastFake struct {
 	fail    map[string]error
 	counted map[string]bool // nodes whose device has congestion counters
 
+	// With clock set, the agents tell their clocks (coord.Clocked),
+	// each node's clock[node] ahead of the real one, and their results
+	// carry their timed regions on it; teardown[node] is slept after the
+	// region before the result returns (a device closing under TCG).
+	clock    map[string]time.Duration
+	teardown map[string]time.Duration
+
 	mu      sync.Mutex
 	streams int // streams in their timed region
+	// regions are the last true timed region of each node's Run, on the
+	// real clock.
+	regions map[string][2]time.Time
 }
 
 func (f *incastFake) dial(node string) (coord.Agent, error) {
-	return &incastAgent{f: f, node: node}, nil
+	a := &incastAgent{f: f, node: node}
+	if f.clock != nil {
+		return clockedAgent{a}, nil
+	}
+	return a, nil
+}
+
+// clockedAgent is an incastAgent that tells its node's clock.
+type clockedAgent struct{ *incastAgent }
+
+func (a clockedAgent) Clock(ctx context.Context) (time.Time, error) {
+	return time.Now().Add(a.f.clock[a.node]), ctx.Err()
+}
+
+// region records the true region [start, now) of a's Run and returns
+// its result with the region on the node's clock when clocks are on,
+// after the node's teardown.
+func (a *incastAgent) region(ctx context.Context, start time.Time, res coord.Result) ([]coord.Result, error) {
+	f, end := a.f, time.Now()
+	f.mu.Lock()
+	if f.regions == nil {
+		f.regions = map[string][2]time.Time{}
+	}
+	f.regions[a.node] = [2]time.Time{start, end}
+	f.mu.Unlock()
+	if f.clock != nil {
+		res.Start, res.End = start.Add(f.clock[a.node]), end.Add(f.clock[a.node])
+	}
+	if err := sleep(ctx, f.teardown[a.node]); err != nil {
+		return nil, err
+	}
+	return []coord.Result{res}, nil
 }
 
 type incastAgent struct {
@@ -85,6 +127,7 @@ func (a *incastAgent) Run(ctx context.Context, dst string, sc coord.Scenario, ru
 		f.mu.Lock()
 		f.streams++
 		f.mu.Unlock()
+		start := time.Now()
 		err := sleep(ctx, d)
 		f.mu.Lock()
 		f.streams--
@@ -92,12 +135,13 @@ func (a *incastAgent) Run(ctx context.Context, dst string, sc coord.Scenario, ru
 		if err != nil {
 			return nil, err
 		}
-		return []coord.Result{{Iters: f.iters, Values: map[string]float64{"ns/op": float64(d) / float64(f.iters), "MB/s": mbs}, Counters: counters}}, nil
+		return a.region(ctx, start, coord.Result{Iters: f.iters, Values: map[string]float64{"ns/op": float64(d) / float64(f.iters), "MB/s": mbs}, Counters: counters})
 	}
 	f.mu.Lock()
 	loaded := f.streams > 0
 	f.mu.Unlock()
 	d := time.Duration(f.vNs * float64(f.vIters))
+	start := time.Now()
 	if err := sleep(ctx, d); err != nil {
 		return nil, err
 	}
@@ -105,10 +149,10 @@ func (a *incastAgent) Run(ctx context.Context, dst string, sc coord.Scenario, ru
 	if loaded {
 		p50, p99, p999 = 3*p50, 4*p99, 5*p999
 	}
-	return []coord.Result{{Iters: f.vIters,
+	return a.region(ctx, start, coord.Result{Iters: f.vIters,
 		Values:   map[string]float64{"ns/op": f.vNs, "p50-ns": p50, "p99-ns": p99, "p99.9-ns": p999},
 		Units:    map[string]string{"p50-ns": "lower", "p99-ns": "lower", "p99.9-ns": "lower"},
-		Counters: counters}}, nil
+		Counters: counters})
 }
 
 // incastRows reads a stream's rows by name: unit → values.
@@ -238,6 +282,83 @@ func TestRunIncastOverlap(t *testing.T) {
 		assert.Equal(t, tc.ratio, cr["victim-p99-x"][0], "delay %v", tc.delay)
 		assert.InDelta(t, 1.0, cr["jain"][0], 1e-12, "equal rates")
 	}
+}
+
+// TestRunIncastMeasuredOverlap: with agents that tell their clocks and
+// regions, victim-overlap is the true overlap of the victim's region
+// with every sender's, whatever the nodes' clock offsets (up to an hour
+// either way) and their teardowns after each run (0–150 ms, which the
+// estimate would count as part of the region), drawn at random (seed
+// printed); the stream says the timing was measured. The same fabric
+// without clocks says it was estimated.
+func TestRunIncastMeasuredOverlap(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	nodes := []string{"a1", "a2", "a3"}
+	for trial := range 4 {
+		f := &incastFake{setup: time.Millisecond, rate: map[string]float64{"a2": 13.1072 * (1 + rng.Float64()), "a3": 13.1072 * (1 + rng.Float64())},
+			iters: 20, vIters: 10, vNs: 4e6 + 4e6*rng.Float64(), // streams 50–100 ms, victim 40–80 ms
+			clock: map[string]time.Duration{}, teardown: map[string]time.Duration{}}
+		for _, n := range nodes {
+			f.clock[n] = time.Duration((rng.Float64()*2 - 1) * float64(time.Hour))
+			f.teardown[n] = time.Duration(rng.Float64() * float64(150*time.Millisecond))
+		}
+		delay := time.Duration(rng.Float64() * float64(60*time.Millisecond))
+		cases, err := schedule.Incast(3, []int{0}, nil)
+		require.NoError(t, err)
+		var buf bytes.Buffer
+		o := coord.IncastOptions{Nodes: nodes, Cases: cases, Stream: stream, Victim: victim, Runs: 1, CaseTimeout: 10 * time.Second, VictimDelay: delay}
+		_, err = coord.RunIncast(context.Background(), o, f.dial, &buf)
+		require.NoError(t, err, "trial %d", trial)
+		rows, config := incastRows(t, buf.Bytes())
+		cr := rows["BenchmarkIncast/dst=a1/n=2/flow=case/"+stream.Name]
+		require.NotNil(t, cr, buf.String())
+		v, s2, s3 := f.regions["a1"], f.regions["a2"], f.regions["a3"]
+		lo := maxTime(v[0], s2[0], s3[0])
+		hi := minTime(v[1], s2[1], s3[1])
+		want := max(0, float64(hi.Sub(lo))) / float64(v[1].Sub(v[0]))
+		// The fake's clocks are exact; what is left is the probes' own
+		// round trips on this machine, microseconds in a 40 ms region.
+		assert.InDelta(t, want, cr["victim-overlap"][0], 0.02, "trial %d: clocks %v, teardowns %v, victim delay %v", trial, f.clock, f.teardown, delay)
+		assert.Condition(t, func() bool {
+			for _, l := range config {
+				if ok, _ := regexp.MatchString(`^fabric\.incast\.timing: measured \(each flow's timed region from its agent, on the coordinator's clock within ±[0-9.]+ ms`, l); ok {
+					return true
+				}
+			}
+			return false
+		}, "a measured timing line in %q", config)
+	}
+	f := &incastFake{setup: time.Millisecond, rate: map[string]float64{"a2": 100, "a3": 100}, iters: 5, vIters: 5, vNs: 1e5}
+	cases, err := schedule.Incast(3, []int{0}, nil)
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	o := coord.IncastOptions{Nodes: nodes, Cases: cases, Stream: stream, Victim: victim, Runs: 1, CaseTimeout: 10 * time.Second}
+	_, err = coord.RunIncast(context.Background(), o, f.dial, &buf)
+	require.NoError(t, err)
+	_, config := incastRows(t, buf.Bytes())
+	assert.Contains(t, config, "fabric.incast.timing: estimated for 3 of 3 flows (agents that do not tell their clock or region: a region is taken to end when its result came back, so victim-overlap and sender-skew-ns may be off by the agents' teardown)")
+}
+
+func maxTime(ts ...time.Time) time.Time {
+	m := ts[0]
+	for _, t := range ts[1:] {
+		if t.After(m) {
+			m = t
+		}
+	}
+	return m
+}
+
+func minTime(ts ...time.Time) time.Time {
+	m := ts[0]
+	for _, t := range ts[1:] {
+		if t.Before(m) {
+			m = t
+		}
+	}
+	return m
 }
 
 // TestRunIncastFailure checks that a failing sender fails its case
