@@ -849,6 +849,30 @@ int rb_run_stream(rb_stream *s) {
 	return RB_OK;
 }
 
+// rb_stream_settle takes the receives that arrive after a stream's run
+// (a bidir side's: the other side's last messages on UC or UD, where
+// its run does not wait for them), reposting as it goes, until want
+// have arrived or none for quiet_ns; bounded by the stop flag and the
+// deadline. Untimed: the run's result was taken before.
+int rb_stream_settle(rb_stream *s, int64_t want, int64_t quiet_ns) {
+	rb_ctl *c = &s->ctl;
+	int64_t t0 = rb_clock_ns(), since = t0, seen = c->recvs;
+	while (c->recvs < want) {
+		if (c->stop)
+			return rb_fail(c, RB_STOPPED);
+		if (rb_stream_reap(s, RB_WAIT_NONE, 0) < 0)
+			return c->status;
+		int64_t now = rb_clock_ns();
+		if (c->recvs != seen) {
+			seen = c->recvs;
+			since = now;
+		} else if (now - since >= quiet_ns || now - t0 > c->timeout_ns) {
+			break;
+		}
+	}
+	return RB_OK;
+}
+
 // rb_rpc_take_wcs files the completions in wc: responses (receives) join
 // the pending ring with the time their poll returned, request sends move
 // covered. Returns 0, or -1 with the status set.

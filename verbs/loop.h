@@ -268,6 +268,7 @@ int rb_run_prog(rb_prog *p);
 int rb_run_serve(rb_serve *s);
 int rb_run_stream(rb_stream *s);
 int rb_run_rpc(rb_rpc *r);
+int rb_stream_settle(rb_stream *s, int64_t want, int64_t quiet_ns);
 void rb_rq_init(rb_rq *r, struct ibv_qp *qp, struct ibv_srq *srq, uint64_t addr, uint32_t length, uint32_t lkey, uint64_t id);
 int rb_rq_fill(rb_ctl *c, rb_rq *r, int n);
 void rb_hist_add(rb_hist *h, int64_t v);

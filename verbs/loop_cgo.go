@@ -486,6 +486,29 @@ func (l *Loop) Drain() error {
 	return l.rpcPhase(C.RB_RPC_DRAIN, 0)
 }
 
+// SettleRecvs takes, after a stream loop's Run (untimed), the receives
+// still arriving: the other side's last messages of a bidir run, which
+// on UC and UD the Run does not wait for. It returns when the loop has
+// seen want receives in all, or none arrived for quiet (messages may be
+// lost), or the loop's timeout passed; receives are reposted as they are
+// taken. It returns the receives seen in all.
+func (l *Loop) SettleRecvs(want int64, quiet time.Duration) (int64, error) {
+	if err := l.enter(func() error {
+		if l.stream == nil || !l.ran {
+			return fmt.Errorf("verbs: SettleRecvs applies to a stream loop after its Run")
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	defer l.leave(false)
+	C.rb_stream_settle(l.stream, C.int64_t(want), C.int64_t(quiet.Nanoseconds()))
+	err := l.err()
+	c := l.ctl
+	c.status = 0
+	return int64(c.recvs), err
+}
+
 // Recvs is how many receive completions a running loop has seen so far
 // (safe from any goroutine while the loop runs).
 func (l *Loop) Recvs() int64 {

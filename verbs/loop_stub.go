@@ -52,6 +52,9 @@ func NewRPC(RPCConfig) (*Loop, error) { return nil, ErrNotSupported }
 // Drain returns ErrNotSupported without cgo.
 func (*Loop) Drain() error { return ErrNotSupported }
 
+// SettleRecvs returns ErrNotSupported without cgo.
+func (*Loop) SettleRecvs(int64, time.Duration) (int64, error) { return 0, ErrNotSupported }
+
 // NewProgram checks cfg and returns ErrNotSupported without cgo.
 func NewProgram(cfg ProgramConfig) (*Loop, error) {
 	if err := cfg.check(); err != nil {

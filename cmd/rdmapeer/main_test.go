@@ -120,7 +120,7 @@ func TestPeerServesEveryRole(t *testing.T) {
 				assert.Positive(t, r.Extra["start-skew-ns"], "the start skew's bound is reported")
 				assert.Positive(t, r.Extra["MB/s"])
 			}
-			if tc.streaming && tc.spec.Transport == verbs.TransportUD && !tc.spec.Bidir {
+			if tc.streaming && tc.spec.Transport == verbs.TransportUD {
 				// The peer's sink counts what arrived (Stop's Received), as
 				// a local sink does: delivered and lost are reported.
 				assert.Positive(t, r.Extra["delivered-msgs/s"], "delivered-msgs/s against a peer")

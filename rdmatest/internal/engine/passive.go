@@ -314,6 +314,7 @@ func (p *Passive) Stop() (*oob.Stopped, error) { return p.StopWith(oob.Stop{}) }
 // one does (settleRecvs), so that its count is complete.
 func (p *Passive) StopWith(req oob.Stop) (*oob.Stopped, error) {
 	expect := req.Expect
+	settled := int64(-1) // a bidir side's receives after its last ones settled
 	if p.resp == nil {
 		return nil, errors.New("rdmatest: the passive side is not started")
 	}
@@ -325,9 +326,17 @@ func (p *Passive) StopWith(req oob.Stop) (*oob.Stopped, error) {
 		}
 	case p.role == roleBidir:
 		// The stream back runs to its end (its waits are bounded by the
-		// timeout): Stop must not cut it short.
+		// timeout): Stop must not cut it short. On UC and UD the side
+		// then takes the client's last messages still arriving, up to
+		// the client's count (req.Expect), as a sink settles.
 		select {
 		case <-p.resp.run.done:
+			if p.spec.Transport != verbs.TransportRC && p.spec.consumesRecv() && expect > 0 {
+				want := int64(min(expect, math.MaxInt64))
+				if got, err := p.resp.run.loop.SettleRecvs(want, bidirSettle); err == nil {
+					settled = got
+				}
+			}
 		case <-time.After(p.timeout + time.Second):
 		}
 	case p.role == roleSink && expect > 0:
@@ -350,7 +359,7 @@ func (p *Passive) StopWith(req oob.Stop) (*oob.Stopped, error) {
 		st.Received, st.Sent = uint64(max(p.resp.res.Recvs, 0)), uint64(max(p.resp.res.Ops, 0))
 	case p.role == roleBidir:
 		r := p.resp.res
-		st.Received, st.StreamOps = uint64(max(r.Recvs, 0)), uint64(max(r.Ops, 0))
+		st.Received, st.StreamOps = uint64(max(r.Recvs, settled, 0)), uint64(max(r.Ops, 0))
 		if r.Last > r.First {
 			st.StreamNs = min(r.Last-r.First, oob.MaxRecvSpanNs)
 		}

@@ -43,3 +43,36 @@ func TestRecvBandwidth(t *testing.T) {
 		})
 	}
 }
+
+// TestBidirDelivery: a UC or UD bidir stream of SEND counts what each
+// side received of the other's messages, after the last arrivals
+// settle: delivered-msgs/s and lost-msgs/op over the 2n sent, on the
+// run's own time, so that delivered ÷ msgs/s is exactly 1 − lost. A
+// WRITE stream (no receives) reports neither.
+func TestBidirDelivery(t *testing.T) {
+	d := Device(t)
+	for _, tc := range []struct {
+		name string
+		s    Spec
+		recv bool
+	}{
+		{"UC SEND", Spec{Op: verbs.OpSend, Transport: verbs.TransportUC, Size: 1024, QD: 32, Signal: 4, Bidir: true}, true},
+		{"UD SEND", Spec{Op: verbs.OpSend, Transport: verbs.TransportUD, Size: 1024, QD: 32, Signal: 4, Bidir: true}, true},
+		{"UC WRITE", Spec{Op: verbs.OpWrite, Transport: verbs.TransportUC, Size: 4096, QD: 16, Signal: 4, Bidir: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := testing.Benchmark(func(b *testing.B) { Stream(b, d, tc.s) })
+			require.Positive(t, res.N, "the stream ran")
+			del, lost, rate := res.Extra["delivered-msgs/s"], res.Extra["lost-msgs/op"], res.Extra["msgs/s"]
+			t.Logf("N=%d msgs/s %.0f delivered-msgs/s %.0f lost-msgs/op %.4f", res.N, rate, del, lost)
+			if !tc.recv {
+				assert.NotContains(t, res.Extra, "delivered-msgs/s")
+				return
+			}
+			require.Contains(t, res.Extra, "lost-msgs/op")
+			assert.Positive(t, del)
+			assert.True(t, lost >= 0 && lost <= 1, "lost-msgs/op %v", lost)
+			assert.InDelta(t, 1-lost, del/rate, 1e-9, "both over the 2n sent and the run's time")
+		})
+	}
+}

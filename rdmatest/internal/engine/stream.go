@@ -149,11 +149,19 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	}
 	var back *oob.Stopped // a remote peer's bidir stream
 	if s.Bidir && p.remote != nil {
-		st, err := resp.stopRemote(oob.Stop{}) // the peer's stream back runs to its end first
+		// The peer's stream back runs to its end first; on UC and UD the
+		// peer then takes our last messages still arriving (Expect).
+		st, err := resp.stopRemote(oob.Stop{Expect: uint64(recvsOf(&s, n, len(p.A.QPs), true))})
 		if err != nil {
 			b.Fatal(err)
 		}
 		back = &st
+	}
+	var both *bidirDelivery // UC, UD: what each side received
+	if s.Bidir && s.Transport != verbs.TransportRC && s.consumesRecv() {
+		if both, err = p.settleBidir(&s, a, mirror, back, n); err != nil {
+			b.Fatal(err)
+		}
 	}
 	sink := &sinkReport{} // a bidir stream counts its receives in its own loop
 	if back == nil {
@@ -205,7 +213,67 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		}
 	}
 	sink.reportDelivery(b, &s, n, elapsed)
+	both.report(b, n, elapsed)
 	before.report(b, d, int64(b.N))
+}
+
+// bidirDelivery is what each side of a UC or UD bidir stream received
+// of the other's n messages (markers that consume a receive counted, as
+// a sink counts them, and each side capped at n).
+type bidirDelivery struct{ a, b int64 }
+
+// bidirSettle bounds the wait for a bidir side's last receives once none
+// arrive (messages may be lost): as a local sink settles.
+const bidirSettle = 20 * time.Millisecond
+
+// settleBidir takes, after a UC or UD bidir run (untimed), the messages
+// still arriving at each side: side A's loop a takes the rest of the
+// other side's stream (the mirror's, or the peer's stream back, which
+// has ended by now), the mirror the rest of A's; a peer took the rest of
+// A's before it answered Stop (back.Received).
+func (p *Pair) settleBidir(s *Spec, a *verbs.Loop, mirror *loopRun, back *oob.Stopped, n int64) (*bidirDelivery, error) {
+	qps := len(p.A.QPs)
+	gotA, err := a.SettleRecvs(recvsOf(s, n, qps, false), bidirSettle)
+	if err != nil {
+		return nil, fmt.Errorf("rdmatest: bidir: side A's last receives: %w", err)
+	}
+	var gotB int64
+	switch {
+	case mirror != nil:
+		if gotB, err = mirror.loop.SettleRecvs(recvsOf(s, n, qps, false), bidirSettle); err != nil {
+			return nil, fmt.Errorf("rdmatest: bidir: side B's last receives: %w", err)
+		}
+	case back != nil:
+		gotB = int64(min(back.Received, uint64(n)))
+	}
+	return &bidirDelivery{a: min(gotA, n), b: min(gotB, n)}, nil
+}
+
+// report reports delivered-msgs/s, the messages both sides received per
+// second of the run's time (2n sent), and lost-msgs/op, the share of
+// the 2n that never arrived (nil: nothing to report).
+func (d *bidirDelivery) report(b *testing.B, n int64, elapsed time.Duration) {
+	b.Helper()
+	if d == nil || n <= 0 {
+		return
+	}
+	b.ReportMetric(float64(d.a+d.b)/elapsed.Seconds(), "delivered-msgs/s")
+	b.ReportMetric(float64(2*n-d.a-d.b)/float64(2*n), "lost-msgs/op")
+}
+
+// recvsOf is how many receives a stream of n messages of s over qps QPs
+// makes its receiver see: the messages, and the completion markers that
+// are SENDs (see marker: on UD, or toward a remote peer, sendMarker).
+func recvsOf(s *Spec, n int64, qps int, sendMarker bool) int64 {
+	want := n
+	if s.isSend() && (sendMarker || s.Transport == verbs.TransportUD) {
+		for i := range qps {
+			if ni := msgsPerQP(n, s.Batch, qps, i); ni > 0 && ni%int64(s.Signal) != 0 {
+				want++
+			}
+		}
+	}
+	return want
 }
 
 // newStreamLoop builds the C stream of s from side from (p.A, or p.B for
@@ -314,14 +382,7 @@ func (p *Pair) stopSink(resp *responder, s *Spec, before, n int64) (*sinkReport,
 	if resp == nil || (resp.run == nil && !remote) || !s.consumesRecv() || before < 0 {
 		return r, resp.Stop() // before < 0: receives not countable (a peer's, after a peak run)
 	}
-	r.want = before + n
-	if s.isSend() && (p.remote != nil || s.Transport == verbs.TransportUD) {
-		for i := range p.A.QPs { // the markers are SENDs here (see marker): they consume a receive
-			if ni := msgsPerQP(n, s.Batch, len(p.A.QPs), i); ni > 0 && ni%int64(s.Signal) != 0 {
-				r.want++
-			}
-		}
-	}
+	r.want = before + recvsOf(s, n, len(p.A.QPs), p.remote != nil)
 	if remote {
 		// The peer's sink settles the same way before it answers, and
 		// counts on its side (no receive times: recv-MB/s is not
