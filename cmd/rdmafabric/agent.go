@@ -70,17 +70,18 @@ func (a *remoteAgent) Facts(ctx context.Context) ([]string, error) {
 
 // Clock asks the agent for its system clock (oob.Clock): coord measures
 // each node's clock offset with it (coord.Clocked).
-func (a *remoteAgent) Clock(ctx context.Context) (time.Time, error) {
+func (a *remoteAgent) Clock(ctx context.Context) (coord.ClockSample, error) {
 	conn, done, err := a.connect(ctx)
 	if err != nil {
-		return time.Time{}, err
+		return coord.ClockSample{}, err
 	}
 	defer done()
 	var ok oob.ClockOK
+	sent := time.Now() // after the connection's setup: the exchange alone
 	if err := oob.Call(conn, a.dial, oob.MsgClock, &oob.Clock{}, oob.MsgClockOK, &ok); err != nil {
-		return time.Time{}, fmt.Errorf("agent %s: %w", a.node, err)
+		return coord.ClockSample{}, fmt.Errorf("agent %s: %w", a.node, err)
 	}
-	return time.Unix(0, ok.Now), nil
+	return coord.ClockSample{Sent: sent, Agent: time.Unix(0, ok.Now), Back: time.Now()}, nil
 }
 
 // Run asks the agent to run sc runs times against dst and reads the

@@ -83,7 +83,16 @@ type Result struct {
 // measures each node's clock offset with it (the exchange of
 // oob.Clock), so that runs on several nodes are compared on one clock.
 type Clocked interface {
-	Clock(ctx context.Context) (time.Time, error)
+	Clock(ctx context.Context) (ClockSample, error)
+}
+
+// ClockSample is one clock exchange with an agent: our clock when the
+// request went out (Sent) and when the answer came back (Back), and the
+// agent's clock in its answer (Agent). Sent and Back bracket the
+// exchange alone, not the connection's setup, so that half their
+// difference bounds the offset's error tightly.
+type ClockSample struct {
+	Sent, Agent, Back time.Time
 }
 
 // Agent is the coordinator's handle on one node's agent.

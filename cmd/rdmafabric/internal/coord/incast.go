@@ -156,10 +156,9 @@ func measureClock(ctx context.Context, a Agent) nodeClock {
 	}
 	var best nodeClock
 	for range clockProbes {
-		t1 := time.Now()
-		t2, err := c.Clock(ctx)
-		t3 := time.Now()
-		if err != nil || t2.IsZero() {
+		cs, err := c.Clock(ctx)
+		t1, t2, t3 := cs.Sent, cs.Agent, cs.Back
+		if err != nil || t2.IsZero() || t1.IsZero() || t3.Before(t1) {
 			return nodeClock{}
 		}
 		half := t3.Sub(t1) / 2

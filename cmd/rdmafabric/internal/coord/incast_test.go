@@ -65,8 +65,10 @@ func (f *incastFake) dial(node string) (coord.Agent, error) {
 // clockedAgent is an incastAgent that tells its node's clock.
 type clockedAgent struct{ *incastAgent }
 
-func (a clockedAgent) Clock(ctx context.Context) (time.Time, error) {
-	return time.Now().Add(a.f.clock[a.node]), ctx.Err()
+func (a clockedAgent) Clock(ctx context.Context) (coord.ClockSample, error) {
+	sent := time.Now()
+	now := time.Now().Add(a.f.clock[a.node])
+	return coord.ClockSample{Sent: sent, Agent: now, Back: time.Now()}, ctx.Err()
 }
 
 // region records the true region [start, now) of a's Run and returns
