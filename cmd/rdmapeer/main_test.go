@@ -370,6 +370,57 @@ func TestAgentRunEndsOnDevice(t *testing.T) {
 	}
 }
 
+// TestAgentRunsBidirOnDevice: a fabric agent runs bidir scenarios
+// against a peer (issue #46: bidir as a fabric scenario), and each
+// result carries its timed region on the agent's clock, inside the
+// Run's wall time (issue #47: the coordinator places runs by it). The
+// agent and the peer are one server in this process, on one device.
+func TestAgentRunsBidirOnDevice(t *testing.T) {
+	d := rdmatest.Device(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := newServer(&rdmaDevice{d: d, timeout: testLimits.idle}, testToken, testLimits)
+	srv.logf = t.Logf
+	port := ln.Addr().(*net.TCPAddr).Port
+	srv.agent = newAgent("node1", []string{"node1", "localhost"}, port, time.Minute, testLimits.client.Mem,
+		&rdmaMeasurer{d: d, opts: d.Opts, token: testToken})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, ln, srv) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for _, tc := range []struct {
+		scenario string
+		udp      bool // UD: delivered counts
+	}{
+		{"WriteBW/transport=RC/size=4096/qd=16/bidir=true", false},
+		{"SendBW/transport=UD/size=1024/qd=32/bidir=true", true},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) {
+			t1 := time.Now()
+			res, _, err := agentCall(t, ln.Addr().String(), oob.MsgRun, &oob.Run{Dst: "localhost", Scenario: tc.scenario, Runs: 2, Iters: 2000})
+			t3 := time.Now()
+			require.NoError(t, err)
+			require.Len(t, res, 2)
+			for i, r := range res {
+				assert.Positive(t, r.Values["MB/s"], "run %d", i)
+				assert.Positive(t, r.Values["start-skew-ns"], "run %d: the peer's stream back was started", i)
+				if tc.udp {
+					assert.Contains(t, r.Values, "lost-msgs/op", "run %d", i)
+				}
+				require.NotZero(t, r.Start, "run %d: no timed region", i)
+				assert.GreaterOrEqual(t, r.Start, t1.UnixNano(), "run %d", i)
+				assert.LessOrEqual(t, r.End, t3.UnixNano(), "run %d", i)
+				assert.GreaterOrEqual(t, float64(r.End-r.Start), r.Values["ns/op"]*float64(r.Iters), "run %d: the region holds the timed run", i)
+			}
+			assert.Greater(t, res[1].Start, res[0].End, "the runs one after the other")
+			waitReleased(t, d)
+		})
+	}
+}
+
 // TestPeerCMClientLeavesOnDevice: an rdma_cm session whose client leaves
 // before it connects — after SetupOK, or after Start while the peer
 // waits for its connections — is released within seconds, its slot and
