@@ -486,12 +486,11 @@ type (
 
 // Stop ends the passive side's role.
 type Stop struct {
-	// Expect is, for roles "program" and "bidir" (UC and UD), the
-	// receives the client's side A sent that consume one on the peer:
-	// the peer waits for its program, or after its stream back for its
-	// last arrivals, to see that many (within its timeout; a bidir side
-	// stops once none arrived for 20 ms, messages may be lost) before it
-	// stops, so that Stopped.Received is complete (0: stop at once).
+	// Expect is, for role "program", the receives the client's side A
+	// sent that consume one on the peer: the peer waits for its program
+	// to see that many (within its timeout) before it stops, so that
+	// Stopped.Received is complete (0: stop at once). (A bidir side on UC
+	// or UD counts the client's messages itself: it knows their number.)
 	Expect uint64 `json:"expect,omitempty"`
 	// Times asks a sink for its receive interval (Stopped.RecvSpanNs):
 	// side=responder's rate. Sent only then, so that an older peer's

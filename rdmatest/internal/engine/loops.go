@@ -58,9 +58,16 @@ func importCycles(l *verbs.Loop, res verbs.LoopResult) (*hist.Recorder, error) {
 type loopRun struct {
 	loop  *verbs.Loop
 	start chan struct{}
-	done  chan struct{}
+	ran   chan struct{} // closed when the loop's Run returned
+	done  chan struct{} // closed when the goroutine is done (after any settle)
 	res   verbs.LoopResult
 	err   error
+	// settleWant > 0 (set before begin): after its Run, on the same
+	// thread and with no gap, the goroutine takes the receives still
+	// arriving, up to settleWant in all (a UC or UD bidir side:
+	// Loop.SettleRecvs); settled is then the loop's receive count (read
+	// after done).
+	settleWant, settled int64
 }
 
 // readyLoop starts the goroutine that will run l on a new OS thread
@@ -69,16 +76,20 @@ type loopRun struct {
 // thread) happens here, before a timer starts. The goroutine ends still
 // locked, so the thread and its affinity end with it.
 func readyLoop(l *verbs.Loop, cpu int) *loopRun {
-	r := &loopRun{loop: l, start: make(chan struct{}), done: make(chan struct{})}
+	r := &loopRun{loop: l, start: make(chan struct{}), ran: make(chan struct{}), done: make(chan struct{})}
 	ready := make(chan struct{})
 	go func() {
 		defer close(r.done)
+		ran := false
 		defer func() {
 			// A panic here (the C loop cannot panic; the Go around it
 			// could) ends this run with an error, not the process: a
 			// peer daemon serves other clients.
 			if p := recover(); p != nil {
 				r.err = fmt.Errorf("rdmatest: loop goroutine panicked: %v", p)
+			}
+			if !ran {
+				close(r.ran)
 			}
 		}()
 		runtime.LockOSThread()
@@ -90,6 +101,13 @@ func readyLoop(l *verbs.Loop, cpu int) *loopRun {
 			r.res, r.err = l.Run()
 			loopPreemptions.Add(cpus.ThreadPreemptions() - s0)
 		}
+		ran = true
+		close(r.ran)
+		if r.err == nil && r.settleWant > 0 {
+			// A stop or the deadline ends it early; the count is what
+			// arrived by then.
+			r.settled, _ = l.SettleRecvs(r.settleWant, bidirSettle)
+		}
 	}()
 	<-ready
 	return r
@@ -97,6 +115,17 @@ func readyLoop(l *verbs.Loop, cpu int) *loopRun {
 
 // begin starts the loop.
 func (r *loopRun) begin() { close(r.start) }
+
+// waitRun waits for the loop's Run to return (not for a settle after
+// it), at most timeout.
+func (r *loopRun) waitRun(timeout time.Duration) error {
+	select {
+	case <-r.ran:
+		return r.err
+	case <-time.After(timeout):
+		return fmt.Errorf("rdmatest: the loop did not return within %v of its stop", timeout)
+	}
+}
 
 // wait waits for the loop to return, at most timeout.
 func (r *loopRun) wait(timeout time.Duration) error {

@@ -152,6 +152,11 @@ func (p *Passive) open(d *Dev, req *oob.Setup, cfg PairConfig, access verbs.Acce
 		targets = append(targets, Target{QPN: remote[i].QPN, Addr: t.Addr, RKey: t.RKey})
 	}
 	mtu := min(req.MTU, d.PortAttr.ActiveMTU)
+	if req.Resp != nil { // role write-rpc (oob checked); before acceptCM, whose goroutine must be the last thing that can fail
+		if err := p.openResp(d, pd, cfg, req.Resp, mtu); err != nil {
+			return err
+		}
+	}
 	if req.CM {
 		if err := p.acceptCM(d, pd, remote, targets); err != nil {
 			return err
@@ -160,11 +165,6 @@ func (p *Passive) open(d *Dev, req *oob.Setup, cfg PairConfig, access verbs.Acce
 		return err
 	}
 	p.setup.MTU = mtu
-	if req.Resp != nil { // role write-rpc (oob checked)
-		if err := p.openResp(d, pd, cfg, req.Resp, mtu); err != nil {
-			return err
-		}
-	}
 	for i, ep := range local {
 		p.setup.Endpoints = append(p.setup.Endpoints, toOOB(ep))
 		t := p.side.Targets()[i]
@@ -250,6 +250,12 @@ func (p *Passive) Start() error {
 		}
 		return p.run(func(cpu int) (*responder, error) {
 			r := readyLoop(l, cpu)
+			if bidirCounts(&p.spec) {
+				// The client's messages still arriving after the stream
+				// back ended: taken on the loop's thread at once, then
+				// counted in Stopped.Received.
+				r.settleWant = recvsOf(&p.spec, p.streamMsgs, len(p.side.QPs), true)
+			}
 			if r.err != nil {
 				r.begin()
 				<-r.done
@@ -326,16 +332,13 @@ func (p *Passive) StopWith(req oob.Stop) (*oob.Stopped, error) {
 		}
 	case p.role == roleBidir:
 		// The stream back runs to its end (its waits are bounded by the
-		// timeout): Stop must not cut it short. On UC and UD the side
-		// then takes the client's last messages still arriving, up to
-		// the client's count (req.Expect), as a sink settles.
+		// timeout): Stop must not cut it short. On UC and UD the loop's
+		// goroutine then takes the client's last messages still
+		// arriving (settleWant), which done waits for too.
 		select {
 		case <-p.resp.run.done:
-			if p.spec.Transport != verbs.TransportRC && p.spec.consumesRecv() && expect > 0 {
-				want := int64(min(expect, math.MaxInt64))
-				if got, err := p.resp.run.loop.SettleRecvs(want, bidirSettle); err == nil {
-					settled = got
-				}
+			if p.resp.run.settleWant > 0 {
+				settled = p.resp.run.settled
 			}
 		case <-time.After(p.timeout + time.Second):
 		}

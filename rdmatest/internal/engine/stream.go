@@ -127,6 +127,9 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 		}
 		defer m.Close()
 		mirror = readyLoop(m, cpus[1])
+		if bidirCounts(&s) {
+			mirror.settleWant = recvsOf(&s, n, len(p.A.QPs), false) // A's messages (and markers)
+		}
 		defer m.Stop()
 	}
 
@@ -139,7 +142,7 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	res, err := timedRun(a, cpus[0], b.ResetTimer)
 	var mres verbs.LoopResult
 	if err == nil && mirror != nil {
-		err = mirror.wait(d.Opts.Timeout)
+		err = mirror.waitRun(d.Opts.Timeout)
 		mres = mirror.res
 	}
 	b.StopTimer()
@@ -147,19 +150,25 @@ func Stream(b *testing.B, d *Dev, s Spec) {
 	if err != nil {
 		resp.fatal(b, err)
 	}
+	gotA := int64(-1) // UC, UD bidir: side A's receives once its last arrivals settled
+	if bidirCounts(&s) {
+		// At once, before anything else: A's receives are reposted
+		// again only here (the other side settles on its own thread).
+		if gotA, err = a.SettleRecvs(recvsOf(&s, n, len(p.A.QPs), false), bidirSettle); err != nil {
+			b.Fatal(fmt.Errorf("rdmatest: bidir: side A's last receives: %w", err))
+		}
+	}
 	var back *oob.Stopped // a remote peer's bidir stream
 	if s.Bidir && p.remote != nil {
-		// The peer's stream back runs to its end first; on UC and UD the
-		// peer then takes our last messages still arriving (Expect).
-		st, err := resp.stopRemote(oob.Stop{Expect: uint64(recvsOf(&s, n, len(p.A.QPs), true))})
+		st, err := resp.stopRemote(oob.Stop{}) // the peer's stream back runs to its end, and settles, first
 		if err != nil {
 			b.Fatal(err)
 		}
 		back = &st
 	}
-	var both *bidirDelivery // UC, UD: what each side received
-	if s.Bidir && s.Transport != verbs.TransportRC && s.consumesRecv() {
-		if both, err = p.settleBidir(&s, a, mirror, back, n); err != nil {
+	var both *bidirDelivery
+	if gotA >= 0 {
+		if both, err = bidirDelivered(gotA, mirror, back, n, d.Opts.Timeout); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -226,27 +235,32 @@ type bidirDelivery struct{ a, b int64 }
 // arrive (messages may be lost): as a local sink settles.
 const bidirSettle = 20 * time.Millisecond
 
-// settleBidir takes, after a UC or UD bidir run (untimed), the messages
-// still arriving at each side: side A's loop a takes the rest of the
-// other side's stream (the mirror's, or the peer's stream back, which
-// has ended by now), the mirror the rest of A's; a peer took the rest of
-// A's before it answered Stop (back.Received).
-func (p *Pair) settleBidir(s *Spec, a *verbs.Loop, mirror *loopRun, back *oob.Stopped, n int64) (*bidirDelivery, error) {
-	qps := len(p.A.QPs)
-	gotA, err := a.SettleRecvs(recvsOf(s, n, qps, false), bidirSettle)
-	if err != nil {
-		return nil, fmt.Errorf("rdmatest: bidir: side A's last receives: %w", err)
-	}
+// bidirCounts tells whether a bidir run of s counts what each side
+// received: UC and UD streams of a verb that consumes receives (on RC
+// every message arrives, or the run fails).
+func bidirCounts(s *Spec) bool {
+	return s.Bidir && s.Transport != verbs.TransportRC && s.consumesRecv()
+}
+
+// bidirDelivered is what each side of a UC or UD bidir run received:
+// gotA side A's settled count, and the other side's, the mirror's (it
+// settles on its own thread right after its run: waited for here, at
+// most timeout) or the peer's (its Stopped.Received, settled the same
+// way before it answered).
+func bidirDelivered(gotA int64, mirror *loopRun, back *oob.Stopped, n int64, timeout time.Duration) (*bidirDelivery, error) {
 	var gotB int64
 	switch {
 	case mirror != nil:
-		if gotB, err = mirror.loop.SettleRecvs(recvsOf(s, n, qps, false), bidirSettle); err != nil {
-			return nil, fmt.Errorf("rdmatest: bidir: side B's last receives: %w", err)
+		select {
+		case <-mirror.done:
+		case <-time.After(timeout + time.Second):
+			return nil, fmt.Errorf("rdmatest: bidir: side B's last receives not taken within %v", timeout)
 		}
+		gotB = mirror.settled
 	case back != nil:
 		gotB = int64(min(back.Received, uint64(n)))
 	}
-	return &bidirDelivery{a: min(gotA, n), b: min(gotB, n)}, nil
+	return &bidirDelivery{a: min(gotA, n), b: min(max(gotB, 0), n)}, nil
 }
 
 // report reports delivered-msgs/s, the messages both sides received per

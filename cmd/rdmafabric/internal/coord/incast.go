@@ -493,6 +493,9 @@ func caseMetrics(out incastOutcome) (map[string]float64, error) {
 		first, last = min(first, f.start()), max(last, f.end())
 		latest, earliest = max(latest, f.start()), min(earliest, f.end())
 	}
+	if last <= first {
+		return nil, fmt.Errorf("the senders' timed regions span %v: no time to divide their bytes by", last-first)
+	}
 	m := map[string]float64{
 		"MB/s":           bytes / 1e6 / (last - first).Seconds(),
 		"jain":           sum * sum / (float64(n) * sumSq),
