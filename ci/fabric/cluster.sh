@@ -117,9 +117,12 @@ mkdir -p "$run"
 # boot, the runs interleaved with nothing but the rate changed between
 # the two files), on the case row's MB/s.
 incast_check() {
-	local run=$1 grc
-	echo "ci/fabric/cluster.sh: incast, open:"
-	"$dir/bin/rdmafabric" incast-report "$run/incast-open.txt" || return
+	local run=$1 grc f files=()
+	if [[ -e $run/incast-open.txt ]]; then # not in make test
+		echo "ci/fabric/cluster.sh: incast, open:"
+		"$dir/bin/rdmafabric" incast-report "$run/incast-open.txt" || return
+		files+=("$run/incast-open.txt")
+	fi
 	echo "ci/fabric/cluster.sh: incast, through the bottleneck:"
 	"$dir/bin/rdmafabric" incast-report -expect-victim-p99 2 "$run/incast-bottleneck.txt" || return
 	echo "ci/fabric/cluster.sh: incast, the bottleneck 20% lower:"
@@ -137,7 +140,7 @@ incast_check() {
 		echo "ci/fabric/cluster.sh: FAIL: the gate (exit $grc) did not name the incast case row with the bottleneck 20% lower"
 		return 1
 	fi
-	"$dir/bin/rdmafabric" incast-report -chart "$run/incast-victim" "$run/incast-open.txt" "$run/incast-bottleneck.txt" "$run/incast-bottleneck80.txt" >/dev/null || return
+	"$dir/bin/rdmafabric" incast-report -chart "$run/incast-victim" "${files[@]}" "$run/incast-bottleneck.txt" "$run/incast-bottleneck80.txt" >/dev/null || return
 	echo "ci/fabric/cluster.sh: incast PASS: victim p99 above 2× idle through the bottleneck; the gate names the 20% lower bottleneck; chart $run/incast-victim.png"
 }
 

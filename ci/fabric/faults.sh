@@ -32,6 +32,15 @@ faults_spec() {
 	"${FABRIC_BIN:?}/fabricfaults" draw -seed "$seed" -nodes "$(seq -s, -f 'node%g' 1 "$FABRIC_NODES")"
 }
 
+# uninject NODE: takes NODE's faults out again (every fault is a qdisc
+# tree under its eth0's root: deleting the root takes its filters too)
+# and shows what is left.
+uninject() {
+	local me=$1 dev=${RDMA_NETDEV:-eth0}
+	tc qdisc del dev "$dev" root 2>/dev/null
+	echo "faults out on $me ($dev): $(tc qdisc show dev "$dev" | tr '\n' ';')"
+}
+
 # inject NODE: puts NODE's part of the faults in $FABRIC_RUN/faults.spec
 # on its eth0 and shows it.
 inject() {
