@@ -311,18 +311,9 @@ func TestAgentRunEndsOnDevice(t *testing.T) {
 		{"shutdown", time.Minute, func(_ net.Conn, shutdown context.CancelFunc) { shutdown() }, 5 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			srv := newServer(&rdmaDevice{d: d, timeout: testLimits.idle}, testToken, testLimits)
-			srv.logf = t.Logf
-			port := ln.Addr().(*net.TCPAddr).Port
-			srv.agent = newAgent("node1", []string{"node1", "localhost"}, port, tc.timeout, testLimits.client.Mem,
-				&rdmaMeasurer{d: d, opts: d.Opts, token: testToken})
-			ctx, cancel := context.WithCancel(context.Background())
+			addr, srv, cancel, done := serveAgentOnDevice(t, d, tc.timeout)
 			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- serve(ctx, ln, srv) }()
-			c := dialAuth(t, ln.Addr().String(), testToken)
+			c := dialAuth(t, addr, testToken)
 			defer c.Close()
 			require.NoError(t, oob.WriteFrame(c, oob.MsgRun, run))
 			t0 := time.Now()
@@ -370,6 +361,26 @@ func TestAgentRunEndsOnDevice(t *testing.T) {
 	}
 }
 
+// serveAgentOnDevice serves d in this process, on a loopback port, as a
+// peer that is also node1's agent, runs bounded by runTimeout; its node
+// list names "localhost", the same server, as the destination. It
+// returns the address, the server, the cancel that shuts it down and
+// the channel serve's result arrives on.
+func serveAgentOnDevice(t *testing.T, d *rdmatest.Dev, runTimeout time.Duration) (string, *server, context.CancelFunc, <-chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := newServer(&rdmaDevice{d: d, timeout: testLimits.idle}, testToken, testLimits)
+	srv.logf = t.Logf
+	port := ln.Addr().(*net.TCPAddr).Port
+	srv.agent = newAgent("node1", []string{"node1", "localhost"}, port, runTimeout, testLimits.client.Mem,
+		&rdmaMeasurer{d: d, opts: d.Opts, token: testToken})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, ln, srv) }()
+	return ln.Addr().String(), srv, cancel, done
+}
+
 // TestAgentRunsBidirOnDevice: a fabric agent runs bidir scenarios
 // against a peer (issue #46: bidir as a fabric scenario), and each
 // result carries its timed region on the agent's clock, inside the
@@ -377,16 +388,7 @@ func TestAgentRunEndsOnDevice(t *testing.T) {
 // agent and the peer are one server in this process, on one device.
 func TestAgentRunsBidirOnDevice(t *testing.T) {
 	d := rdmatest.Device(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := newServer(&rdmaDevice{d: d, timeout: testLimits.idle}, testToken, testLimits)
-	srv.logf = t.Logf
-	port := ln.Addr().(*net.TCPAddr).Port
-	srv.agent = newAgent("node1", []string{"node1", "localhost"}, port, time.Minute, testLimits.client.Mem,
-		&rdmaMeasurer{d: d, opts: d.Opts, token: testToken})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, ln, srv) }()
+	addr, _, cancel, done := serveAgentOnDevice(t, d, time.Minute)
 	defer func() {
 		cancel()
 		<-done
@@ -400,7 +402,7 @@ func TestAgentRunsBidirOnDevice(t *testing.T) {
 	} {
 		t.Run(tc.scenario, func(t *testing.T) {
 			t1 := time.Now()
-			res, _, err := agentCall(t, ln.Addr().String(), oob.MsgRun, &oob.Run{Dst: "localhost", Scenario: tc.scenario, Runs: 2, Iters: 2000})
+			res, _, err := agentCall(t, addr, oob.MsgRun, &oob.Run{Dst: "localhost", Scenario: tc.scenario, Runs: 2, Iters: 2000})
 			t3 := time.Now()
 			require.NoError(t, err)
 			require.Len(t, res, 2)

@@ -118,19 +118,16 @@ func (r *loopRun) begin() { close(r.start) }
 
 // waitRun waits for the loop's Run to return (not for a settle after
 // it), at most timeout.
-func (r *loopRun) waitRun(timeout time.Duration) error {
-	select {
-	case <-r.ran:
-		return r.err
-	case <-time.After(timeout):
-		return fmt.Errorf("rdmatest: the loop did not return within %v of its stop", timeout)
-	}
-}
+func (r *loopRun) waitRun(timeout time.Duration) error { return r.waitFor(r.ran, timeout) }
 
 // wait waits for the loop to return, at most timeout.
-func (r *loopRun) wait(timeout time.Duration) error {
+func (r *loopRun) wait(timeout time.Duration) error { return r.waitFor(r.done, timeout) }
+
+// waitFor waits until ch is closed, at most timeout, and returns the
+// loop's error.
+func (r *loopRun) waitFor(ch <-chan struct{}, timeout time.Duration) error {
 	select {
-	case <-r.done:
+	case <-ch:
 		return r.err
 	case <-time.After(timeout):
 		return fmt.Errorf("rdmatest: the loop did not return within %v of its stop", timeout)

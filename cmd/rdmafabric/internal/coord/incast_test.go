@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -317,8 +318,8 @@ func TestRunIncastMeasuredOverlap(t *testing.T) {
 		cr := rows["BenchmarkIncast/dst=a1/n=2/flow=case/"+stream.Name]
 		require.NotNil(t, cr, buf.String())
 		v, s2, s3 := f.regions["a1"], f.regions["a2"], f.regions["a3"]
-		lo := maxTime(v[0], s2[0], s3[0])
-		hi := minTime(v[1], s2[1], s3[1])
+		lo := slices.MaxFunc([]time.Time{v[0], s2[0], s3[0]}, time.Time.Compare)
+		hi := slices.MinFunc([]time.Time{v[1], s2[1], s3[1]}, time.Time.Compare)
 		want := max(0, float64(hi.Sub(lo))) / float64(v[1].Sub(v[0]))
 		// The fake's clocks are exact; what is left is the probes' own
 		// round trips on this machine, microseconds in a 40 ms region.
@@ -341,26 +342,6 @@ func TestRunIncastMeasuredOverlap(t *testing.T) {
 	require.NoError(t, err)
 	_, config := incastRows(t, buf.Bytes())
 	assert.Contains(t, config, "fabric.incast.timing: estimated for 3 of 3 flows (agents that do not tell their clock or region: a region is taken to end when its result came back, so victim-overlap and sender-skew-ns may be off by the agents' teardown)")
-}
-
-func maxTime(ts ...time.Time) time.Time {
-	m := ts[0]
-	for _, t := range ts[1:] {
-		if t.After(m) {
-			m = t
-		}
-	}
-	return m
-}
-
-func minTime(ts ...time.Time) time.Time {
-	m := ts[0]
-	for _, t := range ts[1:] {
-		if t.Before(m) {
-			m = t
-		}
-	}
-	return m
 }
 
 // TestRunIncastFailure checks that a failing sender fails its case
