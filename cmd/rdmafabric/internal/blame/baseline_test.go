@@ -65,12 +65,21 @@ func TestRealRunsBaseline(t *testing.T) {
 	}
 }
 
+// faultRuns and faultNoise are the faults pass of make test
+// (ci/fabric/pass.sh) against its healthy pass: 4 runs of 25
+// iterations against 3 of 100, the noise of a quarter of the
+// iterations twice as large.
+const (
+	faultRuns  = 4
+	faultNoise = 1.4
+)
+
 // TestBaselineRandomModes draws fabrics like CI's TCG guests: a node
 // in a run falls, with probability p, into a slow phase that makes the
 // 8-byte round trips it starts M times slower (M 6–10, the same in a
 // fabric; on fresh clones 0.35 ms against 3–4 ms), bandwidth unmoved,
 // every value ±10%. The baseline is a healthy pass of 3 runs, the
-// judged one 2 runs with a node whose egress is slowed F× (F 15–60) and
+// judged one faultRuns runs with a node whose egress is slowed F× (F 15–60) and
 // half the time a link (one way or both) slowed the same way. Without
 // a baseline a healthy node in its slow phase in both runs is named;
 // with the healthy pass as baseline it must be named at most in 3% of
@@ -102,7 +111,7 @@ func TestBaselineRandomModes(t *testing.T) {
 			}
 		}
 		healthy := phased(t, rng, 3, p, m, 0, nil)
-		faults := phased(t, rng, 2, p, m, f, slow)
+		faults := phased(t, rng, faultRuns, p, m, f, slow)
 		what := fmt.Sprintf("trial %d: p %.2f, M %.1f, %s ×%.0f, link %v", trial, p, m, bad, f, link)
 
 		nodes, _ := names(Judge(faults, DefaultOptions()))
@@ -194,19 +203,18 @@ func renderPass(t *testing.T, rng *rand.Rand, runs int, p, m float64, q func(Lin
 // way or both, on a 4-node fabric whose links differ by a lasting
 // effect of their own in each pass (sd 0.05–0.2 in log; in the real
 // runs a link's effect in one pass did not carry to the next), with run
-// noise of sd 0.05–0.2 (×1.4 in the faults pass of 2 shorter runs) and
+// noise of sd 0.05–0.2 (×faultNoise in the faults pass's shorter runs) and
 // the latency phases of TestBaselineRandomModes. The healthy pass (3
 // runs) is the baseline. Judged with it, at most 5% of the fabrics have
 // a healthy node or link named, and the faults are named exactly in at
-// least a third. Measured on seeds 1–6: 196–230 of 500 exact, 10–19
-// false; with the others' spread still barring verdicts in each run
-// alone (before perRunOptions), 147–180 exact, 3–7 false. At 500
-// fabrics the false count of 30 random seeds spread over 7–24 and one
-// fresh clone's drew 26, over the bound of 25: 4000 fabrics a run
-// (2026-12-07, 8 seeds: 120–153 false, 1723–1772 exact) keep the 5%
-// bound five spreads away. Fabrics whose healthy pass cannot be a
-// baseline (CheckBaseline) are drawn again. The seed is printed; put it
-// in place of the clock's to replay.
+// least a third. Measured with 2 runs in the faults pass (2026-12-07, 8
+// seeds): 120–153 of 4000 false, 1723–1772 exact; with 4 (make test's
+// since), 32–34 false, 1943 exact. The run noise of the faults pass is
+// faultNoise times the healthy pass's: measured on the stored runs
+// (runSigma of MB/s, faults over healthy) its median is 1.4 for 2 runs
+// of 50 (22 runs) and for 4 of 25 (6 runs). Fabrics whose healthy pass
+// cannot be a baseline (CheckBaseline) are drawn again. The seed is
+// printed; put it in place of the clock's to replay.
 func TestBaselineRandomRates(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -230,7 +238,7 @@ func TestBaselineRandomRates(t *testing.T) {
 			cut[l] = r2
 		}
 		healthy := ratePass(t, rng, 3, sl, sr, p, m, nil)
-		faults := ratePass(t, rng, 2, sl, 1.4*sr, p, m, cut)
+		faults := ratePass(t, rng, faultRuns, sl, faultNoise*sr, p, m, cut)
 		if CheckBaseline(healthy, DefaultOptions()) != nil {
 			continue
 		}
