@@ -28,7 +28,9 @@ func TestCheckBaseline(t *testing.T) {
 // healthy pass as the baseline (what ci/fabric/pass.sh does): each
 // healthy pass is a valid baseline, no faults pass names a node or a
 // link without a fault, CI's faults are named exactly in every CI run,
-// and so is issue #44's case. ci-f665301-fresh12 is the fresh clone
+// and so is issue #44's case; every faults pass of make test's shape
+// (faultRuns runs a link) is named exactly, a node with a one-way fault
+// in its direction. ci-f665301-fresh12 is the fresh clone
 // that failed without a baseline: node2's one healthy partner left
 // (node4) answered 8-byte writes in 2.9 and 3.6 ms against 0.4 ms
 // elsewhere, a TCG phase its healthy pass had shown too (up to 4.0 ms).
@@ -57,18 +59,54 @@ func TestRealRunsBaseline(t *testing.T) {
 			for _, l := range links {
 				assert.Contains(t, []Link{link, {link.Dst, link.Src}}, l, "a link without a fault named")
 			}
-			if name == "given-loss5-delay40" {
+			if strings.HasSuffix(name, "loss5-delay40") {
 				assert.Equal(t, []string{"node4"}, nodes)
 				assert.NotEmpty(t, links)
+			}
+			if f := readTestdata(t, name+"-faults.txt"); minRuns(f) >= faultRuns {
+				assert.Equal(t, "exact", verdict(rep, parseFaults(t, text)), "a faults pass of make test's shape")
+				assertDirections(t, rep, text)
 			}
 		})
 	}
 }
 
+// minRuns is the fewest runs of any link in the metrics blamed in f.
+func minRuns(f *Fabric) int {
+	r := 0
+	for _, m := range metricsOf(f, DefaultOptions().withDefaults()) {
+		for _, runs := range f.Runs[m.Scenario][m.Unit] {
+			if r == 0 || len(runs) < r {
+				r = len(runs)
+			}
+		}
+	}
+	return r
+}
+
+// assertDirections checks that rep names the node of a one-way node
+// fault in spec (egress, ingress) in that direction, as make test's
+// check (ci/fabric/faults) wants.
+func assertDirections(t *testing.T, rep Report, spec string) {
+	t.Helper()
+	for _, w := range strings.Fields(spec) {
+		want := map[string]string{"egress": "sending", "ingress": "receiving"}[w[strings.LastIndex(w, ":")+1:]]
+		if !strings.HasPrefix(w, "node=") || want == "" {
+			continue
+		}
+		node, _, _ := strings.Cut(strings.TrimPrefix(w, "node="), ":")
+		for _, v := range rep.Nodes {
+			if v.Node == node {
+				assert.True(t, slices.ContainsFunc(v.Findings, func(f Finding) bool { return f.Direction == want }), "%s: no %s finding", node, want)
+			}
+		}
+	}
+}
+
 // faultRuns and faultNoise are the faults pass of make test
 // (ci/fabric/pass.sh) against its healthy pass: 4 runs of 25
-// iterations against 3 of 100, the noise of a quarter of the
-// iterations twice as large.
+// iterations against 3 of 100, with 1.4 times its run noise (measured:
+// see TestBaselineRandomRates).
 const (
 	faultRuns  = 4
 	faultNoise = 1.4
@@ -205,16 +243,19 @@ func renderPass(t *testing.T, rng *rand.Rand, runs int, p, m float64, q func(Lin
 // runs a link's effect in one pass did not carry to the next), with run
 // noise of sd 0.05–0.2 (×faultNoise in the faults pass's shorter runs) and
 // the latency phases of TestBaselineRandomModes. The healthy pass (3
-// runs) is the baseline. Judged with it, at most 5% of the fabrics have
-// a healthy node or link named, and the faults are named exactly in at
-// least a third. Measured with 2 runs in the faults pass (2026-12-07, 8
-// seeds): 120–153 of 4000 false, 1723–1772 exact; with 4 (make test's
-// since), 32–34 false, 1943 exact. The run noise of the faults pass is
-// faultNoise times the healthy pass's: measured on the stored runs
-// (runSigma of MB/s, faults over healthy) its median is 1.4 for 2 runs
-// of 50 (22 runs) and for 4 of 25 (6 runs). Fabrics whose healthy pass
-// cannot be a baseline (CheckBaseline) are drawn again. The seed is
-// printed; put it in place of the clock's to replay.
+// runs) is the baseline. Judged with it, at most 2.5% of the fabrics
+// have a healthy node or link named, and the faults are named exactly
+// in at least 45%. Measured with the faults pass of 4 runs and the
+// others' spread no longer barring the medians (spreadOptions), six
+// clock seeds, 2026-12-07: 40–59 of 4000 false, 1948–2011 exact. The
+// same draws with 2 runs and that spread (2026-12-07, 8 seeds): 120–153
+// false, 1723–1772 exact; with 4 runs and the spread: 32–34 false,
+// 1943 exact. The run noise of the faults pass is faultNoise times the
+// healthy pass's: measured on the stored runs (runSigma of MB/s, faults
+// over healthy) its median is 1.4 for 2 runs of 50 (22 runs) and for 4
+// of 25 (6 runs). Fabrics whose healthy pass cannot be a baseline
+// (CheckBaseline) are drawn again. The seed is printed; put it in place
+// of the clock's to replay.
 func TestBaselineRandomRates(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -257,8 +298,8 @@ func TestBaselineRandomRates(t *testing.T) {
 		}
 	}
 	t.Logf("%d rate-limited fabrics with a baseline: a healthy node or link named in %d, named exactly in %d", trials, falseNames, exact)
-	assert.LessOrEqual(t, falseNames, trials*5/100, "false names with a baseline")
-	assert.GreaterOrEqual(t, exact, trials/3, "rate limits named exactly")
+	assert.LessOrEqual(t, falseNames, trials*25/1000, "false names with a baseline")
+	assert.GreaterOrEqual(t, exact, trials*45/100, "rate limits named exactly")
 }
 
 // ratePass renders a pass of TestBaselineRandomRates: each link has a

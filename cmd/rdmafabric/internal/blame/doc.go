@@ -81,8 +81,9 @@
 // loss (issue #44).
 //
 // Outliers. A value is an outlier below when it is under
-// m·exp(−K·MAD), m·(1 − MinDrop) and m·exp(−K·σ·√(2/r)), where m is the
-// median of the other values and MAD (scaled by 1.4826, a standard
+// m·exp(−K·MAD) (not with a baseline, see Baseline), m·(1 − MinDrop)
+// and m·exp(−K·σ·√(2/r)), where m is the median of the other values
+// and MAD (scaled by 1.4826, a standard
 // deviation for normal noise) the median absolute deviation of their
 // logarithms from log m, leaving the judged one out so that one bad
 // node of four cannot hide itself by pulling the median; at least two
@@ -126,11 +127,15 @@
 // faults pass of 2 runs caught node2 in that phase in both, its one
 // healthy partner left 7× slower than the other links, and named it
 // (testdata/ci-f665301-fresh12-*). The healthy pass of the same boot
-// had shown the phase (4.0 ms). With a baseline, the verdicts in every
-// run alone no longer need to stand out from the spread of the others
-// in that run (the medians' test still does): the baseline's worst run
-// takes its place, and with it 2 of the 3 rate-limited real runs that
-// were missed are named exactly (testdata/seed11, seed22). The bound
+// had shown the phase (4.0 ms). With a baseline, no verdict needs to
+// stand out from the spread of the others (K is not applied to it, on
+// the medians or in any run): with 4 nodes that is the spread of 3
+// values, a poor measure of noise; the baseline's worst link and worst
+// run take its place beside the run noise. With it 2 of the 3
+// rate-limited real runs that were missed are named exactly
+// (testdata/seed11, seed22), and random4-257c7b5-3, whose node3 sent at
+// 0.29× of its peers in all 4 runs while one peer's best link ran 2×
+// the others, put the spread's bar at 0.24×. The bound
 // restrains and never names;
 // it is absolute, so take the baseline on the same fabric, software
 // and settings, and recently (in CI: the same boot). Its cost: a fault
