@@ -106,7 +106,10 @@ go build -o .cache/rdmacheck ./cmd/rdmacheck
 rm -f .cache/bringup.*
 .cache/rxevm -pair -timeout 10m -- bash ci/bringup.sh ::: bash ci/bringup.sh
 
-step "a Slurm cluster of 4 guests: munge, slurmctld, slurmd, srun across all four (the fabric pass's base), the fabric pass, then incast through a bottleneck"
+step "a Slurm cluster of 4 guests: munge, slurmctld, slurmd, srun across all four (the fabric pass's base), the fabric pass with a bad node and link drawn at random (seed printed), then incast through a bottleneck"
+# The fabric's faults are drawn afresh every run (ci/fabric/faults.sh);
+# a failure prints its seed: FABRIC_FAULT_SEED=<seed> bash
+# ci/fabric/cluster.sh runs that draw again.
 # Incast (issue #47) after the fabric's verdicts, the faults out again:
 # into node1 through its ingress bottleneck and 20% lower, 4 runs each
 # of 50 × 64 KiB a sender (the open sweep only by hand).

@@ -14,8 +14,9 @@
 # run/ (the guests' flag files and, on failure, nothing else: the daemons'
 # logs stay in the guests and node.sh prints their tails).
 #
-# Environment: FABRIC_FAULTS or FABRIC_FAULT_SEED (N, or random) give
-# other faults than CI's (ci/fabric/faults.sh); FABRIC_INCAST=1 adds the
+# Environment: FABRIC_FAULTS or FABRIC_FAULT_SEED=N give the faults
+# (default: a fresh random draw, its seed printed; ci/fabric/faults.sh);
+# FABRIC_INCAST=1 adds the
 # incast step (pass.sh) and its checks;
 # FABRIC_TIMEOUT (default 25m) is the deadline of the whole
 # guest run, boots included; RXEVM is the runner (default: built here

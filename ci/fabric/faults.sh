@@ -5,15 +5,19 @@
 #   FABRIC_FAULTS='node=node4:loss=5%:egress link=node2-node3:delay=40ms'
 #                          exactly these faults;
 #   FABRIC_FAULT_SEED=N    the draw of seed N (a replay of a run);
-#   FABRIC_FAULT_SEED=random  a fresh seed, printed;
-#   neither                CI's faults, $CI_FAULTS.
+#   neither (make test)    a fresh draw, its seed printed (as
+#                          FABRIC_FAULT_SEED=random).
 #
-# make test keeps CI's faults until the blame names every kind a draw
-# can hold: rate limits to 30-50% sit at the run noise of the faults
-# pass, 11 of 13 named on real runs, and one of five random seeds in a
-# row failed on one; and a 20 ms egress delay with a 20 ms one-way link
-# went unnamed (issue #44, docs/fabric.md).
-CI_FAULTS='node=node3:delay=50ms link=node1-node2:delay=50ms'
+# A draw is a bad node and a bad link between two other nodes, each a
+# delay of 20-50 ms, a loss of 2-5% or a rate limit to 30-50%, one way
+# or both (issue #44): a check proven only on the faults it was tuned to
+# holds only for them. Until 2026-12-07 make test put in the same two
+# every run, node3 and node1-node2 delayed 50 ms (FABRIC_FAULTS=
+# 'node=node3:delay=50ms link=node1-node2:delay=50ms' puts them in
+# again). The draws are named since the faults pass runs 4 runs of 25
+# and the others' spread no longer bars a verdict with a baseline: five
+# random seeds in a row at 2fabc10 and every stored run of that shape,
+# exactly (docs/fabric.md's table).
 #
 # node1 writes the spec to $FABRIC_RUN/faults.spec and the healthy
 # pass's median WriteBW MB/s (the base of rate=N%) to faults.ref before
@@ -24,11 +28,11 @@ CI_FAULTS='node=node3:delay=50ms link=node1-node2:delay=50ms'
 # faults_spec: the spec of this run, on stdout (the seed on stderr).
 faults_spec() {
 	local seed=${FABRIC_FAULT_SEED:-}
-	if [[ -n ${FABRIC_FAULTS:-} || -z $seed ]]; then
-		echo "${FABRIC_FAULTS:-$CI_FAULTS}"
+	if [[ -n ${FABRIC_FAULTS:-} ]]; then
+		echo "$FABRIC_FAULTS"
 		return
 	fi
-	[[ $seed == random ]] && seed=0
+	[[ -z $seed || $seed == random ]] && seed=0
 	"${FABRIC_BIN:?}/fabricfaults" draw -seed "$seed" -nodes "$(seq -s, -f 'node%g' 1 "$FABRIC_NODES")"
 }
 
