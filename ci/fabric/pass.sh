@@ -3,7 +3,7 @@
 # every node; rdmafabric run, the coordinator, measures every directed
 # link twice: on the healthy cluster, where the report must name
 # nothing, then with the faults of faults.sh in (a bad node and a bad
-# link: CI's, or FABRIC_FAULTS, or drawn from FABRIC_FAULT_SEED), where
+# link: FABRIC_FAULTS, FABRIC_FAULT_SEED=N, or a fresh draw), where
 # it must name exactly those (fabricfaults check: go doc
 # ./ci/fabric/faults).
 # Results, reports and heatmaps go to $FABRIC_RUN (on the host).

@@ -133,9 +133,10 @@
 // values, a poor measure of noise; the baseline's worst link and worst
 // run take its place beside the run noise. With it 2 of the 3
 // rate-limited real runs that were missed are named exactly
-// (testdata/seed11, seed22), and random4-257c7b5-3, whose node3 sent at
-// 0.29× of its peers in all 4 runs while one peer's best link ran 2×
-// the others, put the spread's bar at 0.24×. The bound
+// (testdata/seed11, seed22), and so is random4-257c7b5-3's node3
+// (egress limited to 44%, score 0.29 of its peers' in all 4 runs),
+// which the spread had barred at 0.24 because one peer's best link ran
+// 2× the others. The bound
 // restrains and never names;
 // it is absolute, so take the baseline on the same fabric, software
 // and settings, and recently (in CI: the same boot). Its cost: a fault
