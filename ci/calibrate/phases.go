@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/perf/benchmath"
 )
 
 // phasePerftest is the tool name of perftest's files in a -phases
@@ -331,42 +332,64 @@ func printPhases(w io.Writer, pr *phaseRuns, bounds []float64) {
 	}
 	rows := append([]string{aaRow}, pr.tools[1:]...)
 	for _, tool := range rows {
-		runs, label := pr.runs[tool], tool+" / perftest, same round"
 		if tool == aaRow {
-			runs, label = next, "perftest / perftest, next round (A/A)"
+			printRatioRow(w, "perftest / perftest, next round (A/A)", base, next, pr.rounds, edges, name)
+			continue
 		}
-		levels := make([][]float64, len(edges)-1) // per phase, one ratio per round where both had it
-		var p50 []float64
-		for _, r := range pr.rounds {
-			a, okA := base[r]
-			b, okB := runs[r]
-			if !okA || !okB {
-				continue
-			}
-			p50 = append(p50, b.quantile(0.5)/a.quantile(0.5))
-			for i := range levels {
-				sa, la := a.phase(edges[i], edges[i+1])
-				sb, lb := b.phase(edges[i], edges[i+1])
-				if sa >= minPhaseShare && sb >= minPhaseShare {
-					levels[i] = append(levels[i], lb/la)
-				}
-			}
+		printRatioRow(w, tool+" / perftest, same round", base, pr.runs[tool], pr.rounds, edges, name)
+	}
+	// Contestants against the first of them, round by round (issue #43:
+	// a build that changes one thing against the one it changes, without
+	// perftest's own scatter between them).
+	if len(pr.tools) > 2 {
+		first := pr.tools[1]
+		for _, tool := range pr.tools[2:] {
+			printRatioRow(w, tool+" / "+first+", same round", pr.runs[first], pr.runs[tool], pr.rounds, edges, name)
 		}
-		var cells []string
-		for i, ratios := range levels {
-			cells = append(cells, fmt.Sprintf("%s %s", name(i), ratioSpread(ratios)))
-		}
-		fmt.Fprintf(w, "  %s: levels %s; p50 %s\n", label, strings.Join(cells, ", "), ratioSpread(p50))
 	}
 }
 
-// ratioSpread is "median (n, min–max)" of v, or "— (0)".
+// printRatioRow writes one row of ratios: runs ÷ base in the same round,
+// per phase (rounds where both had the phase) and for the p50.
+func printRatioRow(w io.Writer, label string, base, runs map[int]dist, rounds []int, edges []float64, name func(int) string) {
+	levels := make([][]float64, len(edges)-1) // per phase, one ratio per round where both had it
+	var p50 []float64
+	for _, r := range rounds {
+		a, okA := base[r]
+		b, okB := runs[r]
+		if !okA || !okB {
+			continue
+		}
+		p50 = append(p50, b.quantile(0.5)/a.quantile(0.5))
+		for i := range levels {
+			sa, la := a.phase(edges[i], edges[i+1])
+			sb, lb := b.phase(edges[i], edges[i+1])
+			if sa >= minPhaseShare && sb >= minPhaseShare {
+				levels[i] = append(levels[i], lb/la)
+			}
+		}
+	}
+	var cells []string
+	for i, ratios := range levels {
+		cells = append(cells, fmt.Sprintf("%s %s", name(i), ratioSpread(ratios)))
+	}
+	fmt.Fprintf(w, "  %s: levels %s; p50 %s\n", label, strings.Join(cells, ", "), ratioSpread(p50))
+}
+
+// ratioSpread is "median (n, min–max, CI lo–hi)" of v, the CI the
+// median's distribution-free 95% confidence interval (benchmath's
+// AssumeNothing: order statistics; "CI —" below 6 values), or "— (0)".
 func ratioSpread(v []float64) string {
 	sp := spreadOf(v)
 	if !sp.ok {
 		return "— (0)"
 	}
-	return fmt.Sprintf("%.3f (%d, %s)", sp.median, len(v), sp.band())
+	ci := "CI —"
+	sum := benchmath.AssumeNothing.Summary(benchmath.NewSample(v, &benchmath.DefaultThresholds), 0.95)
+	if !math.IsInf(sum.Lo, 0) && !math.IsInf(sum.Hi, 0) {
+		ci = fmt.Sprintf("CI %.3f–%.3f", sum.Lo, sum.Hi)
+	}
+	return fmt.Sprintf("%.3f (%d, %s, %s)", sp.median, len(v), sp.band(), ci)
 }
 
 // meanSE is v's mean and the standard error of that mean (0 for fewer

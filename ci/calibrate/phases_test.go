@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/stretchr/testify/assert"
@@ -136,10 +140,10 @@ func TestPhases(t *testing.T) {
 		// Levels within 5% of perftest's (the histogram's values are up
 		// to 0.1% high: 11.503 / 11); the p50 of round 1 almost twice
 		// perftest's (21.5 against 11), because of the shares.
-		"cping / perftest, same round: levels 0–14 µs 1.046 (1, 1.05–1.05), ≥ 14 µs 1.024 (2, 1.02–1.02); p50 1.489 (2, 1.02–1.95)",
+		"cping / perftest, same round: levels 0–14 µs 1.046 (1, 1.05–1.05, CI —), ≥ 14 µs 1.024 (2, 1.02–1.02, CI —); p50 1.489 (2, 1.02–1.95, CI —)",
 		// perftest's round 2 against its round 1: no fast phase in
 		// round 2, the slow level the same, the p50 21 against 11.
-		"perftest / perftest, next round (A/A): levels 0–14 µs — (0), ≥ 14 µs 1.000 (1, 1.00–1.00); p50 1.909 (1, 1.91–1.91)",
+		"perftest / perftest, next round (A/A): levels 0–14 µs — (0), ≥ 14 µs 1.000 (1, 1.00–1.00, CI —); p50 1.909 (1, 1.91–1.91, CI —)",
 	} {
 		assert.Contains(t, out.String(), want)
 	}
@@ -181,4 +185,59 @@ func TestPhases(t *testing.T) {
 	require.NoError(t, os.WriteFile(write2, []byte(cpingCycles(t, map[int64]int64{11000: 1})), 0o644))
 	_, err = loadPhases(empty)
 	assert.ErrorContains(t, err, "no perftest.ROUND.txt files")
+}
+
+// TestPhasesPairedRows draws rounds at random (seeded, printed): each
+// round's level moves by up to ±15% as under TCG, cping sits a drawn
+// factor above perftest and a second build a drawn factor below cping.
+// The row of the second build against cping must hold that factor
+// inside its confidence interval, and every interval its median.
+func TestPhasesPairedRows(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	dir := t.TempDir()
+	write := func(name, s string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644))
+	}
+	over := 1 + rng.Float64()*0.05  // cping ÷ perftest
+	under := 1 - rng.Float64()*0.03 // ptloop ÷ cping
+	rounds := 12 + rng.IntN(30)
+	for r := 1; r <= rounds; r++ {
+		level := 11 * (0.85 + 0.3*rng.Float64()) // µs
+		var pt []float64
+		for range 50 {
+			pt = append(pt, level)
+		}
+		write(fmt.Sprintf("perftest.%d.txt", r), perftestU(pt...))
+		ns := int64(math.Round(level * over * 1000))
+		write(fmt.Sprintf("cping.%d.txt", r), cpingCycles(t, map[int64]int64{ns: 50}))
+		write(fmt.Sprintf("ptloop.%d.txt", r), cpingCycles(t, map[int64]int64{int64(math.Round(float64(ns) * under)): 50}))
+	}
+	pr, err := loadPhases(dir)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	printPhases(&out, pr, []float64{30})
+	t.Logf("%d rounds, cping ÷ perftest %.4f, ptloop ÷ cping %.4f\n%s", rounds, over, under, out.String())
+	row := regexp.MustCompile(`ptloop / cping, same round: levels 0–30 µs ([0-9.]+) \(\d+, [0-9.]+–[0-9.]+, CI ([0-9.]+)–([0-9.]+)\)`)
+	m := row.FindStringSubmatch(out.String())
+	require.NotNil(t, m, "the paired row of ptloop against cping")
+	med, lo, hi := parseF(t, m[1]), parseF(t, m[2]), parseF(t, m[3])
+	// The histogram's bucket (at most 0.1%) and the print's rounding.
+	assert.InDelta(t, under, med, 0.0025)
+	assert.LessOrEqual(t, lo, med)
+	assert.GreaterOrEqual(t, hi, med)
+	assert.LessOrEqual(t, lo, under+0.0025)
+	assert.GreaterOrEqual(t, hi, under-0.0025)
+	for _, ci := range regexp.MustCompile(`([0-9.]+) \(\d+, [0-9.]+–[0-9.]+, CI ([0-9.]+)–([0-9.]+)\)`).FindAllStringSubmatch(out.String(), -1) {
+		assert.LessOrEqual(t, parseF(t, ci[2]), parseF(t, ci[1]), ci[0])
+		assert.GreaterOrEqual(t, parseF(t, ci[3]), parseF(t, ci[1]), ci[0])
+	}
+}
+
+func parseF(t *testing.T, s string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(s, 64)
+	require.NoError(t, err)
+	return f
 }
