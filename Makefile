@@ -27,7 +27,7 @@ BENCH_TIMEOUT := 3h
 endif
 STAMP := $(shell date -u +%Y%m%dT%H%M%SZ)
 
-.PHONY: all deps build test unit devtest vmtest fuzz bench compare history plots calibrate calibration-table calibrate-setup calibrate-phases progcost clean
+.PHONY: all deps build test unit devtest vmtest fuzz bench compare history plots calibrate calibration-table calibrate-setup calibrate-phases cping-builds progcost clean
 
 all: build
 
@@ -160,30 +160,42 @@ calibrate-setup: build
 # make calibrate-phases: issue #27's phases (docs/performance.md,
 # "Phases"): in one boot, PHASE_ROUNDS rounds of ib_write_lat -U (every
 # sample) and the C-only control like for like, built in one process, in
-# two (cping, cping-2p), with perftest's latency queues (cping-q1: send
-# queue and CQ of one entry) and with perftest's loop shape instead of
-# ours (cping-ptloop: no clock read or histogram add in the loop); calibrate
-# -phases then splits every run at
-# 14 and 19 µs and prints each phase's share and level per tool, and the
-# levels' and p50s' ratios to perftest round by round. Then (issue #43),
+# two (cping, cping-2p), with a device context per side (cping-2c), with
+# perftest's latency queues (cping-q1: send queue and CQ of one entry),
+# with perftest's buffer layout (cping-pg: the polled byte a page from
+# the written one), with perftest's loop shape instead of ours on both
+# sides (cping-ptloop: no clock read or histogram add in the loop), on
+# side A only (cping-ptA) or side B only (cping-ptB), and with perftest's
+# loop, queues and layout together (cping-ptall); calibrate -phases then
+# splits every run at 14 and 19 µs and prints each phase's share and
+# level per tool, the levels' and p50s' ratios to perftest round by
+# round, and each build against cping in the same round (issue #43), each
+# median with its 95% confidence interval. Then (issue #43),
 # in a second boot, the same for read_lat, send_lat RC and UD and the
 # atomics against the benchmarks themselves like for like (their cycle
 # histograms: ci/cping/families.sh), each split at the bounds below
 # between the levels its runs sit at under TCG. Nothing is stored.
 PHASE_ROUNDS ?= 24
 PHASE_BOUNDS = read_lat:28 send_lat:15,20 send_lat_ud:20 atomic_lat_fadd:26 atomic_lat_cas:26
-calibrate-phases: build
-	@mkdir -p .cache/bin
-	$(CPING) -o .cache/bin/cping
-	$(CPING) -DCPING_TWO_PROCESSES -o .cache/bin/cping-2p
-	$(CPING) -DCPING_PERFTEST_QUEUES -o .cache/bin/cping-q1
-	$(CPING) -DCPING_PERFTEST_LOOP -o .cache/bin/cping-ptloop
+PHASE_BUILDS = cping: cping-2p:-DCPING_TWO_PROCESSES cping-2c:-DCPING_TWO_CONTEXTS cping-q1:-DCPING_PERFTEST_QUEUES \
+	cping-pg:-DCPING_PERFTEST_LAYOUT cping-ptloop:-DCPING_PERFTEST_LOOP cping-ptA:-DCPING_PERFTEST_LOOP_A \
+	cping-ptB:-DCPING_PERFTEST_LOOP_B \
+	cping-ptall:-DCPING_PERFTEST_LOOP,-DCPING_PERFTEST_QUEUES,-DCPING_PERFTEST_LAYOUT
+calibrate-phases: build cping-builds
 	go test -c -o .cache/bench.test ./bench_test
 	rm -rf .cache/phases && mkdir -p .cache/phases/write_lat
-	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/phases.sh .cache/phases/write_lat $(PHASE_ROUNDS) .cache/bin/cping .cache/bin/cping-2p .cache/bin/cping-q1 .cache/bin/cping-ptloop
+	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/phases.sh .cache/phases/write_lat $(PHASE_ROUNDS) $(foreach nb,$(PHASE_BUILDS),.cache/bin/$(firstword $(subst :, ,$(nb))))
 	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/families.sh .cache/phases $(PHASE_ROUNDS) .cache/bench.test
 	@echo "=== write_lat"; go run ./ci/calibrate -phases .cache/phases/write_lat
 	@for fb in $(PHASE_BOUNDS); do echo "=== $${fb%%:*}"; go run ./ci/calibrate -phases .cache/phases/$${fb%%:*} -phase-bounds $${fb#*:} || exit 1; done
+
+# make cping-builds: the C-only control and every experiment build of
+# PHASE_BUILDS, as .cache/bin/NAME (make test builds them all and runs
+# each once on the device).
+cping-builds:
+	@mkdir -p .cache/bin
+	@for nb in $(PHASE_BUILDS); do echo "$(CPING) $$(echo $${nb#*:} | tr , ' ') -o .cache/bin/$${nb%%:*}"; \
+		$(CPING) $$(echo $${nb#*:} | tr , ' ') -o .cache/bin/$${nb%%:*} || exit 1; done
 
 # make calibration-table: the README's performance summary and the full
 # table in docs/performance.md, rendered from every stored calibration

@@ -70,15 +70,17 @@ for p in "$@"; do
 		checked $rc2 "$out" '^cping-counts 1 100000000000 3 2000 [0-9]+$' "cping printed no histogram of 2000 samples"
 		rc2=$?
 		((rc == 0)) && rc=$rc2
-		if [[ -x $root/.cache/bin/cping-CPING_PERFTEST_LOOP ]]; then
-			# make calibrate-phases' perftest-shaped build: 1999 cycle samples.
-			echo "=== the C-only control with perftest's loop (cping -DCPING_PERFTEST_LOOP -S), 2000 round trips"
-			out=$("$root/.cache/bin/cping-CPING_PERFTEST_LOOP" -d "$dev" -n 2000 -t 10 -S 2>&1)
+		# make calibrate-phases' experiment builds (make cping-builds), each
+		# like for like (-S): 1999 cycle samples.
+		for b in "$root"/.cache/bin/cping-*; do
+			[[ -x $b ]] || continue
+			echo "=== the C-only control's build $(basename "$b") -S, 2000 round trips"
+			out=$("$b" -d "$dev" -n 2000 -t 10 -S 2>&1)
 			rc2=$?
-			checked $rc2 "$out" '^cping-cycle-counts 1 100000000000 3 1999 [0-9]+$' "cping's perftest-shaped build printed no cycle histogram of 1999 samples"
+			checked $rc2 "$out" '^cping-cycle-counts 1 100000000000 3 1999 [0-9]+$' "$(basename "$b") printed no cycle histogram of 1999 samples"
 			rc2=$?
 			((rc == 0)) && rc=$rc2
-		fi
+		done
 	fi
 	if [[ $p == bench_test ]]; then
 		echo "=== benchmarks (-short smoke run): $p"

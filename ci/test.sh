@@ -42,12 +42,8 @@ GOOS=darwin go vet ./...
 # The stubs of verbs (!(linux && cgo)) run their tests.
 RDMA_REQUIRE=0 CI= CGO_ENABLED=0 go test -count=1 ./verbs/... # no device without cgo, by construction
 # calibrate's C-only control: the loops of verbs/loop.c without Go (make calibrate)
-mkdir -p .cache/bin
-gcc -O2 -Wall -Wextra -Werror -o .cache/bin/cping ci/cping/cping.c verbs/loop.c -libverbs -lpthread -lm
 # and its experiment builds (make calibrate-setup, make calibrate-phases)
-for d in CPING_PERFTEST_QUEUES CPING_TWO_PROCESSES CPING_PERFTEST_LOOP; do
-	gcc -O2 -Wall -Wextra -Werror -D$d -o .cache/bin/cping-$d ci/cping/cping.c verbs/loop.c -libverbs -lpthread -lm
-done
+make -s cping-builds >/dev/null
 
 step "unit tests on the host (device tests skip here; they run on a device below)"
 # (the history's trend page loads in headless Chromium: make deps

@@ -31,7 +31,14 @@
 // perftest's run_iter_lat_write instead of rdmabench's loops — spin, TSC
 // stamp, post, poll the send completion —, no clock read and no
 // histogram add inside the loop; the stamps become the cycle histogram
-// after the run).
+// after the run). Two more (issue #43) split what that build changes by
+// side: -DCPING_PERFTEST_LOOP_A (perftest's loop on side A, the one whose
+// cycle is measured, rdmabench's serve loop on side B) and
+// -DCPING_PERFTEST_LOOP_B (rdmabench's ping loop on A, perftest's loop
+// answering on B); both sides then count 1..255 as rdmabench's loops do.
+// -DCPING_PERFTEST_LAYOUT (perftest's buffer layout) and
+// -DCPING_TWO_CONTEXTS (a device context per side) change the setup
+// alone; the builds combine (make calibrate-phases' PHASE_BUILDS).
 //
 // Usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE] [-n ITERS]
 //              [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S] [-S]
@@ -96,10 +103,20 @@ struct side {
 // in a WRITE ping-pong), the loop accounting for 2 (its least; at most
 // one WR is outstanding with -S): an experiment of issue #27 (make
 // calibrate-setup, docs/performance.md).
-#ifdef CPING_PERFTEST_QUEUES
-enum { SLOT = 64, SEND_DEPTH = 1, RECV_DEPTH = 1, CQ_DEPTH = 1, LOOP_DEPTH = 2 };
+//
+// With -DCPING_PERFTEST_LAYOUT (issue #43), perftest's buffer layout: the
+// byte polled a page after the byte written (its BUFF_SIZE, one page for
+// small messages), in a registered region of two pages, instead of
+// WriteLat's 64-byte slots.
+#ifdef CPING_PERFTEST_LAYOUT
+enum { SLOT = 4096 };
 #else
-enum { SLOT = 64, SEND_DEPTH = 64, RECV_DEPTH = 512, CQ_DEPTH = SEND_DEPTH + RECV_DEPTH, LOOP_DEPTH = SEND_DEPTH };
+enum { SLOT = 64 };
+#endif
+#ifdef CPING_PERFTEST_QUEUES
+enum { SEND_DEPTH = 1, RECV_DEPTH = 1, CQ_DEPTH = 1, LOOP_DEPTH = 2 };
+#else
+enum { SEND_DEPTH = 64, RECV_DEPTH = 512, CQ_DEPTH = SEND_DEPTH + RECV_DEPTH, LOOP_DEPTH = SEND_DEPTH };
 #endif
 
 static void side_open(struct side *s, struct ibv_context *ctx, struct ibv_pd *pd) {
@@ -217,7 +234,14 @@ struct server {
 	int status;
 };
 
-#ifndef CPING_PERFTEST_LOOP
+#if defined(CPING_PERFTEST_LOOP_A) || defined(CPING_PERFTEST_LOOP_B)
+#define CPING_PT_ANY
+#define CPING_PT_ONE_SIDE
+#elif defined(CPING_PERFTEST_LOOP)
+#define CPING_PT_ANY
+#endif
+
+#if !defined(CPING_PERFTEST_LOOP) && !defined(CPING_PERFTEST_LOOP_B)
 static void *serve_main(void *arg) {
 	struct server *sv = arg;
 	pin(sv->cpu);
@@ -249,8 +273,17 @@ static void *stop_watch(void *arg) {
 }
 #endif
 
-#ifdef CPING_PERFTEST_LOOP
+#ifdef CPING_PT_ANY
 #include <x86intrin.h>
+
+// PT_BYTE is round trip n's byte: perftest's (char)n when both sides run
+// its loop; rdmabench's sequence (1..255, never 0) when one side runs
+// rdmabench's loop, which expects it.
+#ifdef CPING_PT_ONE_SIDE
+#define PT_BYTE(n) ((uint8_t)(((n) - 1) % 255 + 1))
+#else
+#define PT_BYTE(n) ((uint8_t)(n))
+#endif
 
 // pt_side is one side of the perftest-shaped loop: the passive side
 // posts first, the requester waits first, as perftest's server and
@@ -302,13 +335,13 @@ static void *pt_loop(void *arg) {
 	while (scnt < s->iters || ccnt < s->iters || rcnt < s->iters) {
 		if (rcnt < s->iters && !(scnt < 1 && s->passive)) {
 			rcnt++;
-			if ((s->status = pt_spin(s, (uint8_t)rcnt)))
+			if ((s->status = pt_spin(s, PT_BYTE(rcnt))))
 				goto out;
 		}
 		if (scnt < s->iters) {
 			if (s->stamps)
 				s->stamps[scnt] = __rdtsc();
-			*s->out = (uint8_t)++scnt;
+			*s->out = PT_BYTE(++scnt);
 			if (ibv_post_send(s->qp, s->wr, &bad)) {
 				s->status = 3;
 				goto out;
@@ -415,9 +448,9 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "cping: -d DEV is required\n");
 		return 2;
 	}
-#ifdef CPING_PERFTEST_LOOP
+#ifdef CPING_PT_ANY
 	if (!signal_all) {
-		fprintf(stderr, "cping: this build (-DCPING_PERFTEST_LOOP) runs perftest's loop: -S is required\n");
+		fprintf(stderr, "cping: this build (-DCPING_PERFTEST_LOOP*) runs perftest's loop: -S is required\n");
 		return 2;
 	}
 #endif
@@ -478,8 +511,16 @@ int main(int argc, char **argv) {
 		side_open(&a, ctx, pd);
 		pub_a = publish(&a);
 	}
+	struct ibv_context *ctx_b = ctx;
+	struct ibv_pd *pd_b = pd;
+#ifdef CPING_TWO_CONTEXTS
+	// Side B on a device context (and PD) of its own, as perftest's
+	// server process has: an experiment of issue #43.
+	if (!(ctx_b = ibv_open_device(ctx->device)) || !(pd_b = ibv_alloc_pd(ctx_b)))
+		die("side B's context", errno);
+#endif
 	if (is_b) {
-		side_open(&b, ctx, pd);
+		side_open(&b, ctx_b, pd_b);
 		pub_b = publish(&b);
 	}
 #ifdef CPING_TWO_PROCESSES
@@ -537,26 +578,46 @@ int main(int argc, char **argv) {
 	p.ctl.timeout_ns = timeout_ns;
 	rb_hist_init(&p.hist, 1, (int64_t)100 * 1000000000, 3);
 	rb_hist_init(&p.cycle, 1, (int64_t)100 * 1000000000, 3);
-#ifdef CPING_PERFTEST_LOOP
+#ifdef CPING_PT_ANY
 	static struct ibv_send_wr wa;
 	static struct ibv_sge sa;
-	static volatile int32_t stop;
 	write_wr(&wa, &sa, &a, &pub_b, size);
+#endif
+#if defined(CPING_PERFTEST_LOOP) || defined(CPING_PERFTEST_LOOP_A)
+	// Side A runs perftest's loop and stamps its posts; side B is
+	// perftest's loop posting first (both sides), or rdmabench's serve
+	// loop, which waits for a change (A posts first then).
 	uint64_t *stamps = calloc((size_t)iters, sizeof *stamps);
 	if (!stamps)
 		die("stamps", ENOMEM);
+#ifdef CPING_PERFTEST_LOOP_A
+	volatile int32_t *stop = &s->ctl.stop;
+#else
+	static volatile int32_t stop_both;
+	volatile int32_t *stop = &stop_both;
+#endif
 	struct pt_side pa_ = {.qp = a.qp, .cq = a.cq, .wr = &wa, .in = a.buf + SLOT + size - 1, .out = a.buf + size - 1,
-			      .iters = iters, .cpu = cpu_a, .stamps = stamps, .stop = &stop, .timeout_ns = timeout_ns};
+			      .iters = iters, .cpu = cpu_a, .stamps = stamps, .stop = stop, .timeout_ns = timeout_ns};
 	struct pt_side pb_ = {.qp = b.qp, .cq = b.cq, .wr = &s->wr, .in = s->in_last, .out = s->out_last,
-			      .iters = iters, .passive = 1, .cpu = cpu_b, .stop = &stop, .timeout_ns = timeout_ns};
+			      .iters = iters, .passive = 1, .cpu = cpu_b, .stop = stop, .timeout_ns = timeout_ns};
+#ifdef CPING_PERFTEST_LOOP_A
+	pa_.passive = 1;
+	pb_.status = 0;
+	void *(*side_b)(void *) = serve_main;
+	void *arg_b = &sv;
+#else
+	void *(*side_b)(void *) = pt_loop;
+	void *arg_b = &pb_;
+#endif
 	uint64_t c0 = __rdtsc();
 	int64_t n0 = rb_clock_ns();
 	pthread_t pth;
-	if ((rc = pthread_create(&pth, NULL, pt_loop, &pb_)))
+	if ((rc = pthread_create(&pth, NULL, side_b, arg_b)))
 		die("pthread_create", rc);
 	long p0 = preemptions();
 	pt_loop(&pa_);
 	long preempted = preemptions() - p0; // the requester's only: pt_loop pins the calling thread
+	*stop = 1; // side B's end (rdmabench's serve loop runs until stopped)
 	pthread_join(pth, NULL);
 	double per_ns = (double)(__rdtsc() - c0) / (double)(rb_clock_ns() - n0);
 	if (pa_.status || pb_.status) {
@@ -573,7 +634,9 @@ int main(int argc, char **argv) {
 	p.ctl.t_last = n0 + (int64_t)((double)(stamps[iters - 1] - c0) / per_ns);
 	free(stamps);
 	int st = RB_OK;
+#ifndef CPING_PERFTEST_LOOP_A
 	sv.status = RB_OK;
+#endif
 	const int64_t own_samples = 0; // this build has no post → answer sample
 #else
 	const int64_t own_samples = iters;
@@ -602,6 +665,26 @@ int main(int argc, char **argv) {
 	int wst;
 	if (waitpid(child, &wst, 0) != child || !WIFEXITED(wst) || WEXITSTATUS(wst) != 0) {
 		fprintf(stderr, "cping: side B's process failed (wait status %#x)\n", wst);
+		return 1;
+	}
+#elif defined(CPING_PERFTEST_LOOP_B)
+	// Side B answers with perftest's loop (waiting first, as A posts
+	// first), iters times; it stops early on A's stop flag.
+	struct pt_side pb_ = {.qp = b.qp, .cq = b.cq, .wr = &s->wr, .in = s->in_last, .out = s->out_last,
+			      .iters = iters, .cpu = cpu_b, .stop = &p.ctl.stop, .timeout_ns = timeout_ns};
+	pthread_t th;
+	if ((rc = pthread_create(&th, NULL, pt_loop, &pb_)))
+		die("pthread_create", rc);
+	pin(cpu_a);
+	long p0 = preemptions();
+	int st = rb_run_ping(&p);
+	long preempted = preemptions() - p0;
+	if (st != RB_OK)
+		p.ctl.stop = 1;
+	pthread_join(th, NULL);
+	sv.status = RB_OK;
+	if (pb_.status) {
+		fprintf(stderr, "cping: side B's perftest-shaped loop failed: %d (1 stopped, 2 deadline, 3 post, 4 completion)\n", pb_.status);
 		return 1;
 	}
 #else
@@ -657,6 +740,10 @@ int main(int argc, char **argv) {
 		ibv_destroy_qp(b.qp);
 		ibv_dereg_mr(b.mr);
 		ibv_destroy_cq(b.cq);
+	}
+	if (pd_b != pd) {
+		ibv_dealloc_pd(pd_b);
+		ibv_close_device(ctx_b);
 	}
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
