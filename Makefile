@@ -165,7 +165,8 @@ calibrate-setup: build
 # with perftest's buffer layout (cping-pg: the polled byte a page from
 # the written one), with perftest's loop shape instead of ours on both
 # sides (cping-ptloop: no clock read or histogram add in the loop), on
-# side A only (cping-ptA) or side B only (cping-ptB), and with perftest's
+# side A only (cping-ptA) or side B only (cping-ptB), on side A with our
+# clock read at the answer added (cping-ptA-stamp), and with perftest's
 # loop, queues and layout together (cping-ptall); calibrate -phases then
 # splits every run at 14 and 19 µs and prints each phase's share and
 # level per tool, the levels' and p50s' ratios to perftest round by
@@ -179,7 +180,7 @@ PHASE_ROUNDS ?= 24
 PHASE_BOUNDS = read_lat:28 send_lat:15,20 send_lat_ud:20 atomic_lat_fadd:26 atomic_lat_cas:26
 PHASE_BUILDS = cping: cping-2p:-DCPING_TWO_PROCESSES cping-2c:-DCPING_TWO_CONTEXTS cping-q1:-DCPING_PERFTEST_QUEUES \
 	cping-pg:-DCPING_PERFTEST_LAYOUT cping-ptloop:-DCPING_PERFTEST_LOOP cping-ptA:-DCPING_PERFTEST_LOOP_A \
-	cping-ptB:-DCPING_PERFTEST_LOOP_B \
+	cping-ptB:-DCPING_PERFTEST_LOOP_B cping-ptA-stamp:-DCPING_PERFTEST_LOOP_A,-DCPING_PT_ANSWER_STAMP \
 	cping-ptall:-DCPING_PERFTEST_LOOP,-DCPING_PERFTEST_QUEUES,-DCPING_PERFTEST_LAYOUT
 calibrate-phases: build cping-builds
 	go test -c -o .cache/bench.test ./bench_test

@@ -36,7 +36,9 @@
 // cycle is measured, rdmabench's serve loop on side B) and
 // -DCPING_PERFTEST_LOOP_B (rdmabench's ping loop on A, perftest's loop
 // answering on B); both sides then count 1..255 as rdmabench's loops do.
-// -DCPING_PERFTEST_LAYOUT (perftest's buffer layout) and
+// -DCPING_PT_ANSWER_STAMP adds to perftest's loop on side A the one clock
+// read it lacks against ours: at the answer. -DCPING_PERFTEST_LAYOUT
+// (perftest's buffer layout) and
 // -DCPING_TWO_CONTEXTS (a device context per side) change the setup
 // alone; the builds combine (make calibrate-phases' PHASE_BUILDS).
 //
@@ -299,6 +301,7 @@ struct pt_side {
 	volatile int32_t *stop;
 	int64_t timeout_ns;
 	int status; // 0, or 1 stopped, 2 deadline, 3 post, 4 completion
+	volatile int64_t answered; // -DCPING_PT_ANSWER_STAMP: the last answer's clock read
 };
 
 // pt_late tells a wait of the perftest-shaped loop to end: 1 on the stop
@@ -337,6 +340,13 @@ static void *pt_loop(void *arg) {
 			rcnt++;
 			if ((s->status = pt_spin(s, PT_BYTE(rcnt))))
 				goto out;
+#ifdef CPING_PT_ANSWER_STAMP
+			// rdmabench's ping reads the clock where it sees the
+			// answer too (its post → answer sample): the same read here,
+			// on the stamping side.
+			if (s->stamps)
+				s->answered = rb_clock_ns();
+#endif
 		}
 		if (scnt < s->iters) {
 			if (s->stamps)
