@@ -174,7 +174,9 @@ calibrate-setup: build
 # median with its 95% confidence interval. Then (issue #43),
 # in a second boot, the same for read_lat, send_lat RC and UD and the
 # atomics against the benchmarks themselves like for like (their cycle
-# histograms: ci/cping/families.sh), each split at the bounds below
+# histograms: ci/cping/families.sh), and for read_lat and fadd the C-only
+# control too, with our loop and with perftest's (cping -o read|fadd, the
+# builds paired against the benchmark), each split at the bounds below
 # between the levels its runs sit at under TCG. Nothing is stored.
 PHASE_ROUNDS ?= 24
 PHASE_BOUNDS = read_lat:28 send_lat:15,20 send_lat_ud:20 atomic_lat_fadd:26 atomic_lat_cas:26
@@ -186,7 +188,7 @@ calibrate-phases: build cping-builds
 	go test -c -o .cache/bench.test ./bench_test
 	rm -rf .cache/phases && mkdir -p .cache/phases/write_lat
 	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/phases.sh .cache/phases/write_lat $(PHASE_ROUNDS) $(foreach nb,$(PHASE_BUILDS),.cache/bin/$(firstword $(subst :, ,$(nb))))
-	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/families.sh .cache/phases $(PHASE_ROUNDS) .cache/bench.test
+	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/families.sh .cache/phases $(PHASE_ROUNDS) .cache/bench.test .cache/bin/cping .cache/bin/cping-ptloop
 	@echo "=== write_lat"; go run ./ci/calibrate -phases .cache/phases/write_lat
 	@for fb in $(PHASE_BOUNDS); do echo "=== $${fb%%:*}"; go run ./ci/calibrate -phases .cache/phases/$${fb%%:*} -phase-bounds $${fb#*:} || exit 1; done
 

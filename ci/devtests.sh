@@ -81,6 +81,20 @@ for p in "$@"; do
 			rc2=$?
 			((rc == 0)) && rc=$rc2
 		done
+		# Its READ and FETCH_AND_ADD round trips (-o), with our loop and
+		# perftest's (make calibrate-phases' second boot).
+		for b in cping cping-ptloop; do
+			for op in read fadd; do
+				[[ -x $root/.cache/bin/$b ]] || continue
+				echo "=== the C-only control $b -S -o $op, 2000 round trips"
+				out=$("$root/.cache/bin/$b" -d "$dev" -n 2000 -t 10 -S -o "$op" 2>&1)
+				rc2=$?
+				checked $rc2 "$out" '^cping-cycle-counts 1 100000000000 3 1999 [0-9]+$' "$b -o $op printed no cycle histogram of 1999 samples"
+				rc2=$?
+				((rc2 == 0)) || tail -n 5 <<<"$out"
+				((rc == 0)) && rc=$rc2
+			done
+		done
 	fi
 	if [[ $p == bench_test ]]; then
 		echo "=== benchmarks (-short smoke run): $p"

@@ -37,12 +37,21 @@
 // -DCPING_PERFTEST_LOOP_B (rdmabench's ping loop on A, perftest's loop
 // answering on B); both sides then count 1..255 as rdmabench's loops do.
 // -DCPING_PT_ANSWER_STAMP adds to perftest's loop on side A the one clock
-// read it lacks against ours: at the answer. -DCPING_PERFTEST_LAYOUT
+// read it lacks against ours: at the answer; with -o read|fadd,
+// -DCPING_PT_HIST_ADDS adds our two histogram adds a round trip and
+// -DCPING_PT_OUR_POLL our poll (a batch of 32, every status checked). -DCPING_PERFTEST_LAYOUT
 // (perftest's buffer layout) and
 // -DCPING_TWO_CONTEXTS (a device context per side) change the setup
 // alone; the builds combine (make calibrate-phases' PHASE_BUILDS).
 //
-// Usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE] [-n ITERS]
+// With -o read or -o fadd (issue #43: the other families' phases), side
+// A runs the READ or FETCH_AND_ADD round trip of ReadLat and AtomicLat
+// instead (rdmabench's loop in RB_PING_ROUND mode; with
+// -DCPING_PERFTEST_LOOP perftest's run_iter_lat: stamp, post, poll), a
+// sample the whole round trip as perftest's, and side B runs no loop:
+// only the default and -DCPING_PERFTEST_LOOP builds take it.
+//
+// Usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE] [-n ITERS] [-o write|read|fadd]
 //              [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S] [-S]
 // Built by calibrate's make target with -Wall -Wextra -Werror.
 #define _GNU_SOURCE
@@ -302,6 +311,7 @@ struct pt_side {
 	int64_t timeout_ns;
 	int status; // 0, or 1 stopped, 2 deadline, 3 post, 4 completion
 	volatile int64_t answered; // -DCPING_PT_ANSWER_STAMP: the last answer's clock read
+	rb_hist *hist;             // -DCPING_PT_HIST_ADDS: where pt_round adds its two values a round trip
 };
 
 // pt_late tells a wait of the perftest-shaped loop to end: 1 on the stop
@@ -377,6 +387,88 @@ out:
 }
 #endif
 
+#ifdef CPING_PERFTEST_LOOP
+// pt_round is perftest's run_iter_lat on side A (READ and atomics):
+// stamp, post, poll the completion, iters times.
+static void pt_round(struct pt_side *s) {
+	pin(s->cpu);
+	struct ibv_wc wc;
+	struct ibv_send_wr *bad;
+#ifdef CPING_PT_HIST_ADDS
+	int64_t t_prev = 0;
+#endif
+	for (long scnt = 0; scnt < s->iters; scnt++) {
+		s->stamps[scnt] = __rdtsc();
+		if (ibv_post_send(s->qp, s->wr, &bad)) {
+			s->status = 3;
+			return;
+		}
+#ifdef CPING_PT_HIST_ADDS
+		// rdmabench's two histogram adds after each post (the previous
+		// round trip's sample and cycle), here of the stamps' difference.
+		if (scnt > 0) {
+			int64_t d = (int64_t)(s->stamps[scnt] - s->stamps[scnt - 1]);
+			rb_hist_add(s->hist, d);
+			rb_hist_add(s->hist, d - t_prev);
+			t_prev = d / 2;
+		}
+#endif
+		int ne;
+		int64_t since = 0;
+#ifdef CPING_PT_OUR_POLL
+		// rdmabench's poll: a batch of 32 (verbs/loop.c's RB_POLL_BATCH),
+		// every status checked.
+		struct ibv_wc wcs[32];
+		for (unsigned polls = 1; (ne = ibv_poll_cq(s->cq, 32, wcs)) == 0; polls++)
+			if ((s->status = pt_late(s, polls, &since)))
+				return;
+		for (int i = 0; i < ne; i++)
+			if (wcs[i].status != IBV_WC_SUCCESS)
+				ne = -1;
+		wc.status = IBV_WC_SUCCESS;
+#else
+		for (unsigned polls = 1; (ne = ibv_poll_cq(s->cq, 1, &wc)) == 0; polls++)
+			if ((s->status = pt_late(s, polls, &since)))
+				return;
+#endif
+		if (ne < 0 || wc.status != IBV_WC_SUCCESS) {
+			s->status = 4;
+			return;
+		}
+#ifdef CPING_PT_ANSWER_STAMP
+		s->answered = rb_clock_ns();
+#endif
+	}
+}
+#endif
+
+// The round trips cping runs (-o).
+enum { OP_WRITE, OP_READ, OP_FADD };
+
+#if !defined(CPING_TWO_PROCESSES) && !defined(CPING_PT_ONE_SIDE)
+// round_wr fills side A's signaled READ (size bytes) or FETCH_AND_ADD
+// (8 bytes, add 1) of b's memory into a's in slot.
+static void round_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, const struct side *from, const struct pub *to, int size, int op) {
+	memset(wr, 0, sizeof *wr);
+	sge->addr = (uintptr_t)(from->buf + SLOT);
+	sge->length = (uint32_t)size;
+	sge->lkey = from->mr->lkey;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	if (op == OP_READ) {
+		wr->opcode = IBV_WR_RDMA_READ;
+		wr->wr.rdma.remote_addr = to->buf;
+		wr->wr.rdma.rkey = to->rkey;
+	} else {
+		wr->opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr->wr.atomic.remote_addr = to->buf + SLOT;
+		wr->wr.atomic.rkey = to->rkey;
+		wr->wr.atomic.compare_add = 1;
+	}
+}
+#endif
+
 static long arg_long(const char *flag, const char *v, long lo, long hi) {
 	char *end;
 	errno = 0;
@@ -435,10 +527,10 @@ static int use_clock(void) {
 
 int main(int argc, char **argv) {
 	const char *dev = NULL;
-	int port = 1, gid_index = 1, size = 8, cpu_a = -1, cpu_b = -1, timeout_s = 10, signal_all = 0;
+	int port = 1, gid_index = 1, size = 8, cpu_a = -1, cpu_b = -1, timeout_s = 10, signal_all = 0, op = OP_WRITE;
 	long iters = 10000;
 	int opt;
-	while ((opt = getopt(argc, argv, "d:i:x:s:n:a:b:t:S")) != -1) {
+	while ((opt = getopt(argc, argv, "d:i:x:s:n:a:b:t:So:")) != -1) {
 		switch (opt) {
 		case 'd': dev = optarg; break;
 		case 'i': port = (int)arg_long("-i", optarg, 1, 255); break;
@@ -449,8 +541,20 @@ int main(int argc, char **argv) {
 		case 'b': cpu_b = (int)arg_long("-b", optarg, -1, CPU_SETSIZE - 1); break;
 		case 't': timeout_s = (int)arg_long("-t", optarg, 1, 3600); break;
 		case 'S': signal_all = 1; break;
+		case 'o':
+			if (!strcmp(optarg, "write"))
+				op = OP_WRITE;
+			else if (!strcmp(optarg, "read"))
+				op = OP_READ;
+			else if (!strcmp(optarg, "fadd"))
+				op = OP_FADD;
+			else {
+				fprintf(stderr, "cping: -o %s: want write, read or fadd\n", optarg);
+				return 2;
+			}
+			break;
 		default:
-			fprintf(stderr, "usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE 1..%d] [-n ITERS] [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S] [-S]\n", SLOT);
+			fprintf(stderr, "usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE 1..%d] [-n ITERS] [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S] [-S] [-o write|read|fadd]\n", SLOT);
 			return 2;
 		}
 	}
@@ -464,6 +568,16 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 #endif
+#if defined(CPING_TWO_PROCESSES) || defined(CPING_PT_ONE_SIDE)
+	if (op != OP_WRITE) {
+		fprintf(stderr, "cping: -o read and -o fadd run in the default and -DCPING_PERFTEST_LOOP builds only\n");
+		return 2;
+	}
+#endif
+	if (op == OP_FADD && size != 8) {
+		fprintf(stderr, "cping: -o fadd -s %d: an atomic is 8 bytes\n", size);
+		return 2;
+	}
 	if (signal_all && iters < 2) {
 		fprintf(stderr, "cping: -S -n %ld: want at least 2 round trips (the cycle sample spans two posts)\n", iters);
 		return 2;
@@ -622,22 +736,44 @@ int main(int argc, char **argv) {
 	uint64_t c0 = __rdtsc();
 	int64_t n0 = rb_clock_ns();
 	pthread_t pth;
+	long p0 = 0, preempted = 0;
+#ifdef CPING_PERFTEST_LOOP
+	if (op != OP_WRITE) {
+		// perftest's READ and atomic latency: side A alone.
+		round_wr(&wa, &sa, &a, &pub_b, size, op);
+#ifdef CPING_PT_HIST_ADDS
+		static rb_hist scratch; // a histogram like ours, not printed
+		rb_hist_init(&scratch, 1, (int64_t)100 * 1000000000, 3);
+		pa_.hist = &scratch;
+#endif
+		p0 = preemptions();
+		pt_round(&pa_);
+		preempted = preemptions() - p0;
+		goto converted;
+	}
+#endif
 	if ((rc = pthread_create(&pth, NULL, side_b, arg_b)))
 		die("pthread_create", rc);
-	long p0 = preemptions();
+	p0 = preemptions();
 	pt_loop(&pa_);
-	long preempted = preemptions() - p0; // the requester's only: pt_loop pins the calling thread
+	preempted = preemptions() - p0; // the requester's only: pt_loop pins the calling thread
 	*stop = 1; // side B's end (rdmabench's serve loop runs until stopped)
 	pthread_join(pth, NULL);
+#ifdef CPING_PERFTEST_LOOP
+converted:
+#endif
+	;
 	double per_ns = (double)(__rdtsc() - c0) / (double)(rb_clock_ns() - n0);
 	if (pa_.status || pb_.status) {
 		fprintf(stderr, "cping: perftest-shaped loop failed: requester %d, passive side %d (1 stopped, 2 deadline, 3 post, 4 completion)\n",
 			pa_.status, pb_.status);
 		return 1;
 	}
-	// The samples as perftest's: tposted[i+1] − tposted[i], halved.
+	// The samples as perftest's: tposted[i+1] − tposted[i], halved for
+	// the WRITE ping-pong (READ and atomics: the whole round trip).
+	const double halve = op == OP_WRITE ? 2 : 1;
 	for (long i = 0; i + 1 < iters; i++) {
-		int64_t ns = (int64_t)((double)(stamps[i + 1] - stamps[i]) / per_ns / 2);
+		int64_t ns = (int64_t)((double)(stamps[i + 1] - stamps[i]) / per_ns / halve);
 		rb_hist_add(&p.cycle, ns);
 	}
 	p.ctl.t_first = n0;
@@ -698,15 +834,28 @@ int main(int argc, char **argv) {
 		return 1;
 	}
 #else
+	if (op != OP_WRITE) {
+		// ReadLat's and AtomicLat's round trip: side A alone.
+		round_wr(&p.wr, &p.sge, &a, &pub_b, size, op);
+		p.mode = RB_PING_ROUND;
+		p.halve = 0;
+		if (op == OP_FADD) {
+			p.atomic = RB_ATOMIC_FADD;
+			p.result = (volatile uint64_t *)(a.buf + SLOT);
+		}
+	}
 	pthread_t th;
-	if ((rc = pthread_create(&th, NULL, serve_main, &sv)))
+	if (op == OP_WRITE && (rc = pthread_create(&th, NULL, serve_main, &sv)))
 		die("pthread_create", rc);
 	pin(cpu_a);
 	long p0 = preemptions();
 	int st = rb_run_ping(&p);
 	long preempted = preemptions() - p0;
 	s->ctl.stop = 1;
-	pthread_join(th, NULL);
+	if (op == OP_WRITE)
+		pthread_join(th, NULL);
+	else
+		sv.status = RB_OK;
 #endif
 #endif
 	// The serve loop ends stopped (the flag) unless it failed first.

@@ -1,17 +1,23 @@
 #!/bin/bash
-# families.sh DIR ROUNDS BENCH: make calibrate-phases' rotation for the
-# latency families other than write_lat (issue #43), run in the guest.
-# Each round runs, per family, perftest's latency program with -U (every
-# sample) and the matching benchmark of BENCH (bench_test's binary) like
-# for like (-rdma.signal-all -rdma.warmup 0), in an order that alternates
-# from round to round, 5000 iterations each, requester on CPU 0 and
-# passive side on CPU 1 as make calibrate pins them. It keeps
-# DIR/FAMILY/perftest.ROUND.txt and DIR/FAMILY/bench.ROUND.hlog (the
-# benchmark's cycle histogram: perftest's sample) for calibrate -phases.
-# The device is the first RDMA device (RDMA_DEV to choose), the GID the
-# first IPv4-mapped one.
+# families.sh DIR ROUNDS BENCH [CPING…]: make calibrate-phases' rotation
+# for the latency families other than write_lat (issue #43), run in the
+# guest. Each round runs, per family, perftest's latency program with -U
+# (every sample), the matching benchmark of BENCH (bench_test's binary)
+# like for like (-rdma.signal-all -rdma.warmup 0) and, for read_lat and
+# atomic_lat_fadd, each CPING build (the C-only control, -S -o read or
+# -o fadd), in an order that rotates from round to round, 5000
+# iterations each, requester on CPU 0 and passive side on CPU 1 as make
+# calibrate pins them. It keeps DIR/FAMILY/perftest.ROUND.txt,
+# DIR/FAMILY/bench.ROUND.hlog (the benchmark's cycle histogram:
+# perftest's sample) and DIR/FAMILY/CPING.ROUND.txt for calibrate
+# -phases. The device is the first RDMA device (RDMA_DEV to choose), the
+# GID the first IPv4-mapped one; FAMILIES (names, space-separated)
+# limits the families run.
 set -euo pipefail
 dir=$(realpath -m "$1") rounds=$2 bench=$(realpath "$3")
+shift 3
+cpings=()
+for c in "$@"; do cpings+=("$(realpath "$c")"); done
 source "$(dirname "$0")/lib.sh"
 rb_device_gid
 n=5000
@@ -37,16 +43,26 @@ ours() { # family-dir round pattern
 	mv "${f[0]}" "$1/bench.$2.hlog"
 	rm -rf "$tmp" "$1/bench.$2.out"
 }
+cping_op() { # family: the C-only control's -o, or nothing
+	case $1 in read_lat) echo read ;; atomic_lat_fadd) echo fadd ;; esac
+}
 for r in $(seq 1 "$rounds"); do
 	for fam in "${families[@]}"; do
 		IFS='|' read -r name prog pattern <<<"$fam"
+		[[ -z ${FAMILIES:-} || " $FAMILIES " == *" $name "* ]] || continue
 		mkdir -p "$dir/$name"
-		if ((r % 2)); then
-			rb_perftest "$dir/$name/perftest.$r.txt" $prog
-			ours "$dir/$name" "$r" "$pattern"
-		else
-			ours "$dir/$name" "$r" "$pattern"
-			rb_perftest "$dir/$name/perftest.$r.txt" $prog
-		fi
+		op=$(cping_op "$name")
+		contestants=(perftest bench)
+		[ -n "$op" ] && contestants+=("${cpings[@]}")
+		k=${#contestants[@]}
+		for ((j = 0; j < k; j++)); do
+			c=${contestants[(r - 1 + j) % k]}
+			case $c in
+			perftest) rb_perftest "$dir/$name/perftest.$r.txt" $prog ;;
+			bench) ours "$dir/$name" "$r" "$pattern" ;;
+			*) timeout 120 "$c" -d "$dev" -i 1 -x "$gid" -s 8 -n $n -a 0 -b 1 -S -o "$op" > "$dir/$name/$(basename "$c").$r.txt" ||
+				{ echo "families.sh: $name round $r: $c -o $op failed" >&2; exit 1; } ;;
+			esac
+		done
 	done
 done
