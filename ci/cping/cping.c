@@ -39,7 +39,9 @@
 // -DCPING_PT_ANSWER_STAMP adds to perftest's loop on side A the one clock
 // read it lacks against ours: at the answer; with -o read|fadd,
 // -DCPING_PT_HIST_ADDS adds our two histogram adds a round trip and
-// -DCPING_PT_OUR_POLL our poll (a batch of 32, every status checked). -DCPING_PERFTEST_LAYOUT
+// -DCPING_PT_OUR_POLL our poll (a batch of 32, every status checked),
+// -DCPING_PT_OUR_CLOCK our clock read at the post (rb_clock_ns, a call)
+// instead of an inline rdtsc. -DCPING_PERFTEST_LAYOUT
 // (perftest's buffer layout) and
 // -DCPING_TWO_CONTEXTS (a device context per side) change the setup
 // alone; the builds combine (make calibrate-phases' PHASE_BUILDS).
@@ -398,7 +400,11 @@ static void pt_round(struct pt_side *s) {
 	int64_t t_prev = 0;
 #endif
 	for (long scnt = 0; scnt < s->iters; scnt++) {
+#ifdef CPING_PT_OUR_CLOCK
+		s->stamps[scnt] = (uint64_t)rb_clock_ns(); // our clock read at the post, in ns
+#else
 		s->stamps[scnt] = __rdtsc();
+#endif
 		if (ibv_post_send(s->qp, s->wr, &bad)) {
 			s->status = 3;
 			return;
@@ -764,6 +770,12 @@ converted:
 #endif
 	;
 	double per_ns = (double)(__rdtsc() - c0) / (double)(rb_clock_ns() - n0);
+#ifdef CPING_PT_OUR_CLOCK
+	if (op != OP_WRITE) { // pt_round's stamps are ns already
+		per_ns = 1;
+		c0 = (uint64_t)n0;
+	}
+#endif
 	if (pa_.status || pb_.status) {
 		fprintf(stderr, "cping: perftest-shaped loop failed: requester %d, passive side %d (1 stopped, 2 deadline, 3 post, 4 completion)\n",
 			pa_.status, pb_.status);
