@@ -167,7 +167,10 @@ calibrate-setup: build
 # sides (cping-ptloop: no clock read or histogram add in the loop), on
 # side A only (cping-ptA) or side B only (cping-ptB), on side A with our
 # clock read at the answer added (cping-ptA-stamp), and with perftest's
-# loop, queues and layout together (cping-ptall); calibrate -phases then
+# loop, queues and layout together (cping-ptall), and with perftest's
+# loop plus our pieces (cping-ptloop-all: the answer's clock read, the
+# histogram adds, our poll, our clock read at the post; ci/cping/cping.c);
+# calibrate -phases then
 # splits every run at 14 and 19 µs and prints each phase's share and
 # level per tool, the levels' and p50s' ratios to perftest round by
 # round, and each build against cping in the same round (issue #43), each
@@ -175,28 +178,29 @@ calibrate-setup: build
 # in a second boot, the same for read_lat, send_lat RC and UD and the
 # atomics against the benchmarks themselves like for like (their cycle
 # histograms: ci/cping/families.sh), and for read_lat and fadd the C-only
-# control too, with our loop and with perftest's (cping -o read|fadd, the
-# builds paired against the benchmark), each split at the bounds below
+# control too, with our loop, perftest's, and perftest's with our pieces
+# (cping -o read|fadd, paired against cping), each split at the bounds below
 # between the levels its runs sit at under TCG. Nothing is stored.
 PHASE_ROUNDS ?= 24
 PHASE_BOUNDS = read_lat:28 send_lat:15,20 send_lat_ud:20 atomic_lat_fadd:26 atomic_lat_cas:26
 PHASE_BUILDS = cping: cping-2p:-DCPING_TWO_PROCESSES cping-2c:-DCPING_TWO_CONTEXTS cping-q1:-DCPING_PERFTEST_QUEUES \
 	cping-pg:-DCPING_PERFTEST_LAYOUT cping-ptloop:-DCPING_PERFTEST_LOOP cping-ptA:-DCPING_PERFTEST_LOOP_A \
 	cping-ptB:-DCPING_PERFTEST_LOOP_B cping-ptA-stamp:-DCPING_PERFTEST_LOOP_A,-DCPING_PT_ANSWER_STAMP \
-	cping-ptall:-DCPING_PERFTEST_LOOP,-DCPING_PERFTEST_QUEUES,-DCPING_PERFTEST_LAYOUT
+	cping-ptall:-DCPING_PERFTEST_LOOP,-DCPING_PERFTEST_QUEUES,-DCPING_PERFTEST_LAYOUT \
+	cping-ptloop-all:-DCPING_PERFTEST_LOOP,-DCPING_PT_ANSWER_STAMP,-DCPING_PT_HIST_ADDS,-DCPING_PT_OUR_POLL,-DCPING_PT_OUR_CLOCK
 calibrate-phases: build cping-builds
 	go test -c -o .cache/bench.test ./bench_test
 	rm -rf .cache/phases && mkdir -p .cache/phases/write_lat
 	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/phases.sh .cache/phases/write_lat $(PHASE_ROUNDS) $(foreach nb,$(PHASE_BUILDS),.cache/bin/$(firstword $(subst :, ,$(nb))))
-	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/families.sh .cache/phases $(PHASE_ROUNDS) .cache/bench.test .cache/bin/cping .cache/bin/cping-ptloop
+	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/families.sh .cache/phases $(PHASE_ROUNDS) .cache/bench.test .cache/bin/cping .cache/bin/cping-ptloop .cache/bin/cping-ptloop-all
 	@echo "=== write_lat"; go run ./ci/calibrate -phases .cache/phases/write_lat
-	@for fb in $(PHASE_BOUNDS); do echo "=== $${fb%%:*}"; go run ./ci/calibrate -phases .cache/phases/$${fb%%:*} -phase-bounds $${fb#*:} || exit 1; done
+	@for fb in $(PHASE_BOUNDS); do [ -d .cache/phases/$${fb%%:*} ] || continue; echo "=== $${fb%%:*}"; go run ./ci/calibrate -phases .cache/phases/$${fb%%:*} -phase-bounds $${fb#*:} || exit 1; done
 
 # make cping-builds: the C-only control and every experiment build of
 # PHASE_BUILDS, as .cache/bin/NAME (make test builds them all and runs
 # each once on the device).
 cping-builds:
-	@mkdir -p .cache/bin
+	@mkdir -p .cache/bin && rm -f .cache/bin/cping-*
 	@for nb in $(PHASE_BUILDS); do echo "$(CPING) $$(echo $${nb#*:} | tr , ' ') -o .cache/bin/$${nb%%:*}"; \
 		$(CPING) $$(echo $${nb#*:} | tr , ' ') -o .cache/bin/$${nb%%:*} || exit 1; done
 

@@ -81,9 +81,10 @@ for p in "$@"; do
 			rc2=$?
 			((rc == 0)) && rc=$rc2
 		done
-		# Its READ and FETCH_AND_ADD round trips (-o), with our loop and
-		# perftest's (make calibrate-phases' second boot).
-		for b in cping cping-ptloop; do
+		# Its READ and FETCH_AND_ADD round trips (-o), with our loop,
+		# perftest's, and perftest's with our pieces (make
+		# calibrate-phases' second boot).
+		for b in cping cping-ptloop cping-ptloop-all; do
 			for op in read fadd; do
 				[[ -x $root/.cache/bin/$b ]] || continue
 				echo "=== the C-only control $b -S -o $op, 2000 round trips"

@@ -2,7 +2,8 @@
 // WRITE ping-pong — the same C loops as WriteLat (verbs/loop.c:
 // rb_run_ping in RB_PING_WRITE mode, rb_run_serve in
 // RB_SERVE_WRITE_ECHO) over the same setup (one RC QP per side on one
-// device, looped back on one port, 64-byte slots, send depth 64 — so one
+// device, looped back on one port, 64-byte slots (a page with
+// -DCPING_PERFTEST_LAYOUT), send depth 64 — so one
 // WR in 32 signaled, as the loop derives it —, receive depth 512, CQ of
 // 576, timeout 14, retry 7) — in a process with no Go
 // runtime, each loop on a thread pinned to a CPU of its own. Comparing
@@ -13,11 +14,12 @@
 // -rdma.signal-all -rdma.warmup 0): every WR signaled and its completion
 // awaited in its iteration on both sides, no warm-up; calibrate then reads
 // the cycle histogram (post → next post ÷ 2, iters − 1 samples: perftest's
-// sample), so the control also runs under the like-for-like definition.
+// sample; not halved with -o read|fadd, as perftest's READ and atomic
+// samples), so the control also runs under the like-for-like definition.
 //
 // It prints the histogram's counts (hdrhistogram-go's geometry,
 // 1 ns … 100 s, 3 significant figures; the samples are RTT/2 as in
-// WriteLat) as "cping-counts LOWEST HIGHEST SIGFIGS TOTAL LEN" followed by
+// WriteLat, the whole round trip with -o read|fadd) as "cping-counts LOWEST HIGHEST SIGFIGS TOTAL LEN" followed by
 // "INDEX COUNT" lines for the non-zero counts, then the cycle histogram's
 // as "cping-cycle-counts …" and its lines, so that calibrate reads the
 // percentiles exactly as rdmatest does (hdrhistogram.Import).
@@ -247,6 +249,21 @@ struct server {
 	int status;
 };
 
+// The experiment builds that combine, and those that do not.
+#if (defined(CPING_PERFTEST_LOOP) + defined(CPING_PERFTEST_LOOP_A) + defined(CPING_PERFTEST_LOOP_B)) > 1
+#error "choose one of CPING_PERFTEST_LOOP, CPING_PERFTEST_LOOP_A, CPING_PERFTEST_LOOP_B"
+#endif
+#if defined(CPING_TWO_PROCESSES) && \
+	(defined(CPING_PERFTEST_LOOP) || defined(CPING_PERFTEST_LOOP_A) || defined(CPING_PERFTEST_LOOP_B) || defined(CPING_TWO_CONTEXTS))
+#error "CPING_TWO_PROCESSES runs rdmabench's loops, each process on a context of its own: it takes no other loop or context build"
+#endif
+#if (defined(CPING_PT_HIST_ADDS) || defined(CPING_PT_OUR_POLL) || defined(CPING_PT_OUR_CLOCK)) && !defined(CPING_PERFTEST_LOOP)
+#error "CPING_PT_HIST_ADDS, CPING_PT_OUR_POLL and CPING_PT_OUR_CLOCK change perftest's round-trip loop: they need CPING_PERFTEST_LOOP"
+#endif
+#if defined(CPING_PT_ANSWER_STAMP) && !defined(CPING_PERFTEST_LOOP) && !defined(CPING_PERFTEST_LOOP_A)
+#error "CPING_PT_ANSWER_STAMP changes perftest's loop on side A: it needs CPING_PERFTEST_LOOP or CPING_PERFTEST_LOOP_A"
+#endif
+
 #if defined(CPING_PERFTEST_LOOP_A) || defined(CPING_PERFTEST_LOOP_B)
 #define CPING_PT_ANY
 #define CPING_PT_ONE_SIDE
@@ -261,6 +278,8 @@ static void *serve_main(void *arg) {
 	long p0 = preemptions();
 	sv->status = rb_run_serve(&sv->s);
 	sv->preempted = preemptions() - p0;
+	if (sv->status != RB_OK && sv->status != RB_STOPPED)
+		sv->s.ctl.stop = 1; // a perftest-shaped side A waiting on us stops too (LOOP_A)
 	return NULL;
 }
 #endif
@@ -298,9 +317,12 @@ static void *stop_watch(void *arg) {
 #define PT_BYTE(n) ((uint8_t)(n))
 #endif
 
-// pt_side is one side of the perftest-shaped loop: the passive side
-// posts first, the requester waits first, as perftest's server and
-// client; the requester stamps the TSC before each post.
+// pt_side is one side of the perftest-shaped loop. The side marked
+// passive posts first and the other waits first, as perftest's server
+// and client; side A (the requester) stamps the TSC before each post.
+// Both sides: B is passive. -DCPING_PERFTEST_LOOP_A: A is, since its
+// peer, rdmabench's serve loop, waits for a change. -DCPING_PERFTEST_LOOP_B:
+// neither, B answers rdmabench's ping.
 struct pt_side {
 	struct ibv_qp *qp;
 	struct ibv_cq *cq;
@@ -308,7 +330,7 @@ struct pt_side {
 	volatile uint8_t *in, *out;
 	long iters;
 	int passive, cpu;
-	uint64_t *stamps; // the requester's, one per post; NULL on the passive side
+	uint64_t *stamps; // side A's, one per post; NULL on side B
 	volatile int32_t *stop;
 	int64_t timeout_ns;
 	int status; // 0, or 1 stopped, 2 deadline, 3 post, 4 completion
@@ -576,7 +598,7 @@ int main(int argc, char **argv) {
 #endif
 #if defined(CPING_TWO_PROCESSES) || defined(CPING_PT_ONE_SIDE)
 	if (op != OP_WRITE) {
-		fprintf(stderr, "cping: -o read and -o fadd run in the default and -DCPING_PERFTEST_LOOP builds only\n");
+		fprintf(stderr, "cping: -o read and -o fadd: this build runs one side with perftest's write loop or in a process of its own\n");
 		return 2;
 	}
 #endif
@@ -728,14 +750,13 @@ int main(int argc, char **argv) {
 #endif
 	struct pt_side pa_ = {.qp = a.qp, .cq = a.cq, .wr = &wa, .in = a.buf + SLOT + size - 1, .out = a.buf + size - 1,
 			      .iters = iters, .cpu = cpu_a, .stamps = stamps, .stop = stop, .timeout_ns = timeout_ns};
-	struct pt_side pb_ = {.qp = b.qp, .cq = b.cq, .wr = &s->wr, .in = s->in_last, .out = s->out_last,
-			      .iters = iters, .passive = 1, .cpu = cpu_b, .stop = stop, .timeout_ns = timeout_ns};
 #ifdef CPING_PERFTEST_LOOP_A
 	pa_.passive = 1;
-	pb_.status = 0;
 	void *(*side_b)(void *) = serve_main;
 	void *arg_b = &sv;
 #else
+	struct pt_side pb_ = {.qp = b.qp, .cq = b.cq, .wr = &s->wr, .in = s->in_last, .out = s->out_last,
+			      .iters = iters, .passive = 1, .cpu = cpu_b, .stop = stop, .timeout_ns = timeout_ns};
 	void *(*side_b)(void *) = pt_loop;
 	void *arg_b = &pb_;
 #endif
@@ -755,6 +776,9 @@ int main(int argc, char **argv) {
 		p0 = preemptions();
 		pt_round(&pa_);
 		preempted = preemptions() - p0;
+#ifdef CPING_PT_HIST_ADDS
+		free(scratch.counts);
+#endif
 		goto converted;
 	}
 #endif
@@ -763,7 +787,9 @@ int main(int argc, char **argv) {
 	p0 = preemptions();
 	pt_loop(&pa_);
 	preempted = preemptions() - p0; // the requester's only: pt_loop pins the calling thread
-	*stop = 1; // side B's end (rdmabench's serve loop runs until stopped)
+#ifdef CPING_PERFTEST_LOOP_A
+	*stop = 1; // side B's end: rdmabench's serve loop runs until stopped
+#endif
 	pthread_join(pth, NULL);
 #ifdef CPING_PERFTEST_LOOP
 converted:
@@ -776,11 +802,19 @@ converted:
 		c0 = (uint64_t)n0;
 	}
 #endif
+#ifdef CPING_PERFTEST_LOOP_A
+	if (pa_.status || (sv.status != RB_OK && sv.status != RB_STOPPED)) {
+		fprintf(stderr, "cping: side A's perftest-shaped loop: %d (1 stopped, 2 deadline, 3 post, 4 completion); side B's serve loop: status %d\n",
+			pa_.status, sv.status);
+		return 1;
+	}
+#else
 	if (pa_.status || pb_.status) {
 		fprintf(stderr, "cping: perftest-shaped loop failed: requester %d, passive side %d (1 stopped, 2 deadline, 3 post, 4 completion)\n",
 			pa_.status, pb_.status);
 		return 1;
 	}
+#endif
 	// The samples as perftest's: tposted[i+1] − tposted[i], halved for
 	// the WRITE ping-pong (READ and atomics: the whole round trip).
 	const double halve = op == OP_WRITE ? 2 : 1;
