@@ -11,13 +11,17 @@ package main
 // separates the two: it splits every run's samples at the given bounds
 // and prints, per tool, each phase's share of the samples and its level
 // (the median of the samples in it), and, against perftest in the same
-// round, the ratio of each level and of the p50s.
+// round, the ratio of each level and of the p50s; with more than one
+// contestant, each against cping (or the first) in the same round too.
+// Every ratio's median comes with its 95% confidence interval.
 //
 // DIR holds one file per run, named TOOL.ROUND.txt (make calibrate-phases
 // writes them): TOOL perftest is perftest's client output with -U (every
-// sample, "#, usec" then "i, value" lines, halved as perftest halves
-// them); any other TOOL is a cping -S output, read from its cycle
-// histogram (perftest's sample, halved alike). Every value is in µs.
+// sample, "#, usec" then "i, value" lines, as perftest prints them:
+// halved for SEND and WRITE); TOOL.ROUND.hlog is a benchmark's cycle
+// histogram log (-rdma.hlog); any other TOOL.ROUND.txt is a cping -S
+// output, read from its cycle histogram (perftest's sample, halved or
+// not alike). Every value is in µs.
 
 import (
 	"bufio"
@@ -38,6 +42,10 @@ import (
 // phasePerftest is the tool name of perftest's files in a -phases
 // directory.
 const phasePerftest = "perftest"
+
+// phasePairBase is the contestant the others are paired with, where it
+// ran: the C-only control with our loop.
+const phasePairBase = "cping"
 
 // aaRow is printPhases' row of perftest against its next round.
 const aaRow = "\x00perftest-next"
@@ -338,13 +346,19 @@ func printPhases(w io.Writer, pr *phaseRuns, bounds []float64) {
 		}
 		printRatioRow(w, tool+" / perftest, same round", base, pr.runs[tool], pr.rounds, edges, name)
 	}
-	// Contestants against the first of them, round by round (issue #43:
-	// a build that changes one thing against the one it changes, without
-	// perftest's own scatter between them).
+	// Contestants against one of them, round by round (issue #43: a
+	// build that changes one thing against the one it changes, without
+	// perftest's own scatter between them): against cping, the C-only
+	// control with our loop, where it ran, else the first of them.
 	if len(pr.tools) > 2 {
-		first := pr.tools[1]
-		for _, tool := range pr.tools[2:] {
-			printRatioRow(w, tool+" / "+first+", same round", pr.runs[first], pr.runs[tool], pr.rounds, edges, name)
+		base := pr.tools[1]
+		if slices.Contains(pr.tools, phasePairBase) {
+			base = phasePairBase
+		}
+		for _, tool := range pr.tools[1:] {
+			if tool != base {
+				printRatioRow(w, tool+" / "+base+", same round", pr.runs[base], pr.runs[tool], pr.rounds, edges, name)
+			}
 		}
 	}
 }

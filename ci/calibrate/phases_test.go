@@ -213,6 +213,8 @@ func TestPhasesPairedRows(t *testing.T) {
 		ns := int64(math.Round(level * over * 1000))
 		write(fmt.Sprintf("cping.%d.txt", r), cpingCycles(t, map[int64]int64{ns: 50}))
 		write(fmt.Sprintf("ptloop.%d.txt", r), cpingCycles(t, map[int64]int64{int64(math.Round(float64(ns) * under)): 50}))
+		// Sorted before cping: paired with cping all the same.
+		write(fmt.Sprintf("alpha.%d.txt", r), cpingCycles(t, map[int64]int64{ns: 50}))
 	}
 	pr, err := loadPhases(dir)
 	require.NoError(t, err)
@@ -222,6 +224,8 @@ func TestPhasesPairedRows(t *testing.T) {
 	row := regexp.MustCompile(`ptloop / cping, same round: levels 0–30 µs ([0-9.]+) \(\d+, [0-9.]+–[0-9.]+, CI ([0-9.]+)–([0-9.]+)\)`)
 	m := row.FindStringSubmatch(out.String())
 	require.NotNil(t, m, "the paired row of ptloop against cping")
+	assert.Contains(t, out.String(), "alpha / cping, same round: levels 0–30 µs 1.000 ")
+	assert.NotContains(t, out.String(), "/ alpha, same round")
 	med, lo, hi := parseF(t, m[1]), parseF(t, m[2]), parseF(t, m[3])
 	// The histogram's bucket (at most 0.1%) and the print's rounding.
 	assert.InDelta(t, under, med, 0.0025)
