@@ -61,39 +61,34 @@ for p in "$@"; do
 		((rc == 0)) && rc=$rc2
 	fi
 	if [[ $p == verbs && -x $root/.cache/bin/cping ]]; then
-		# calibrate's C-only control runs the same loops: 2000 round trips.
-		echo "=== the C-only control (ci/cping), 2000 round trips"
 		dev=$(basename "$(ls -d /sys/class/infiniband/* | head -n 1)")
-		out=$("$root/.cache/bin/cping" -d "$dev" -n 2000 -t 10 2>&1)
-		rc2=$?
-		head -n 1 <<<"$out"
-		checked $rc2 "$out" '^cping-counts 1 100000000000 3 2000 [0-9]+$' "cping printed no histogram of 2000 samples"
-		rc2=$?
-		((rc == 0)) && rc=$rc2
-		# make calibrate-phases' experiment builds (make cping-builds), each
-		# like for like (-S): 1999 cycle samples.
-		for b in "$root"/.cache/bin/cping-*; do
-			[[ -x $b ]] || continue
-			echo "=== the C-only control's build $(basename "$b") -S, 2000 round trips"
-			out=$("$b" -d "$dev" -n 2000 -t 10 -S 2>&1)
+		# cping_run BUILD PATTERN ARGS…: one run of the C-only control's
+		# BUILD (2000 round trips), whose output must hold PATTERN.
+		cping_run() {
+			local b=$1 want=$2 out rc2
+			shift 2
+			echo "=== the C-only control $b${*:+ $*}, 2000 round trips"
+			out=$("$root/.cache/bin/$b" -d "$dev" -n 2000 -t 10 "$@" 2>&1)
 			rc2=$?
-			checked $rc2 "$out" '^cping-cycle-counts 1 100000000000 3 1999 [0-9]+$' "$(basename "$b") printed no cycle histogram of 1999 samples"
+			head -n 1 <<<"$out"
+			checked $rc2 "$out" "$want" "$b${*:+ $*} printed no such histogram: $want"
 			rc2=$?
+			((rc2 == 0)) || tail -n 5 <<<"$out"
 			((rc == 0)) && rc=$rc2
+		}
+		# calibrate's C-only control runs the same loops.
+		cping_run cping '^cping-counts 1 100000000000 3 2000 [0-9]+$'
+		# make calibrate-phases' experiment builds (make cping-builds), each
+		# like for like (-S): 1999 cycle samples; and the READ and
+		# FETCH_AND_ADD round trips (-o) with our loop, perftest's, and
+		# perftest's with our pieces (make calibrate-phases' second boot).
+		cycles='^cping-cycle-counts 1 100000000000 3 1999 [0-9]+$'
+		for b in "$root"/.cache/bin/cping-*; do
+			[[ -x $b ]] && cping_run "$(basename "$b")" "$cycles" -S
 		done
-		# Its READ and FETCH_AND_ADD round trips (-o), with our loop,
-		# perftest's, and perftest's with our pieces (make
-		# calibrate-phases' second boot).
 		for b in cping cping-ptloop cping-ptloop-all; do
 			for op in read fadd; do
-				[[ -x $root/.cache/bin/$b ]] || continue
-				echo "=== the C-only control $b -S -o $op, 2000 round trips"
-				out=$("$root/.cache/bin/$b" -d "$dev" -n 2000 -t 10 -S -o "$op" 2>&1)
-				rc2=$?
-				checked $rc2 "$out" '^cping-cycle-counts 1 100000000000 3 1999 [0-9]+$' "$b -o $op printed no cycle histogram of 1999 samples"
-				rc2=$?
-				((rc2 == 0)) || tail -n 5 <<<"$out"
-				((rc == 0)) && rc=$rc2
+				[[ -x $root/.cache/bin/$b ]] && cping_run "$b" "$cycles" -S -o "$op"
 			done
 		done
 	fi
