@@ -135,7 +135,7 @@ CALIBRATE_COMMIT = $(shell git describe --always --dirty --abbrev=12 2>/dev/null
 calibrate: build
 	go test -c -o .cache/bench.test ./bench_test
 	go build -o .cache/bin/calibrate ./ci/calibrate
-	gcc -O2 -Wall -Wextra -Werror -o .cache/bin/cping ci/cping/cping.c verbs/loop.c -libverbs -lpthread -lm
+	$(CPING) -o .cache/bin/cping
 	@mkdir -p docs/calibration
 	$(RXEVM) $(RXEVM_FLAGS) -- .cache/bin/calibrate -bench .cache/bench.test -control .cache/bin/cping \
 		-store docs/calibration -commit $(CALIBRATE_COMMIT) $(CALIBRATE_FLAGS)
@@ -148,12 +148,9 @@ calibrate: build
 # sides in two processes, as perftest's client and server); nothing is
 # stored.
 CPING = gcc -O2 -Wall -Wextra -Werror ci/cping/cping.c verbs/loop.c -libverbs -lpthread -lm
-calibrate-setup: build
+calibrate-setup: build cping-builds
 	go test -c -o .cache/bench.test ./bench_test
 	go build -o .cache/bin/calibrate ./ci/calibrate
-	$(CPING) -o .cache/bin/cping
-	$(CPING) -DCPING_PERFTEST_QUEUES -o .cache/bin/cping-q1
-	$(CPING) -DCPING_TWO_PROCESSES -o .cache/bin/cping-2p
 	$(RXEVM) $(RXEVM_FLAGS) -- bash -c 'for i in 1 2; do for c in cping cping-q1 cping-2p; do echo "=== block $$i, control $$c"; \
 		.cache/bin/calibrate -only "write_lat 8 B" -runs 3 -bench .cache/bench.test -control .cache/bin/$$c | grep "^write_lat 8 B"; done; done'
 
@@ -201,8 +198,8 @@ calibrate-phases: build cping-builds
 # each once on the device).
 cping-builds:
 	@mkdir -p .cache/bin && rm -f .cache/bin/cping-*
-	@for nb in $(PHASE_BUILDS); do echo "$(CPING) $$(echo $${nb#*:} | tr , ' ') -o .cache/bin/$${nb%%:*}"; \
-		$(CPING) $$(echo $${nb#*:} | tr , ' ') -o .cache/bin/$${nb%%:*} || exit 1; done
+	@for nb in $(PHASE_BUILDS); do cmd="$(CPING) $$(echo $${nb#*:} | tr , ' ') -o .cache/bin/$${nb%%:*}"; \
+		echo "$$cmd"; $$cmd || exit 1; done
 
 # make calibration-table: the README's performance summary and the full
 # table in docs/performance.md, rendered from every stored calibration
