@@ -317,6 +317,9 @@ static void *stop_watch(void *arg) {
 #define PT_BYTE(n) ((uint8_t)(n))
 #endif
 
+// PT_STATUSES names a pt_side's status values, for the messages.
+#define PT_STATUSES "(1 stopped, 2 deadline, 3 post, 4 completion)"
+
 // pt_side is one side of the perftest-shaped loop. The side marked
 // passive posts first and the other waits first, as perftest's server
 // and client; side A (the requester) stamps the TSC before each post.
@@ -333,7 +336,7 @@ struct pt_side {
 	uint64_t *stamps; // side A's, one per post; NULL on side B
 	volatile int32_t *stop;
 	int64_t timeout_ns;
-	int status; // 0, or 1 stopped, 2 deadline, 3 post, 4 completion
+	int status; // 0, or one of PT_STATUSES
 	volatile int64_t answered; // -DCPING_PT_ANSWER_STAMP: the last answer's clock read
 	rb_hist *hist;             // -DCPING_PT_HIST_ADDS: where pt_round adds its two values a round trip
 };
@@ -804,13 +807,13 @@ converted:
 #endif
 #ifdef CPING_PERFTEST_LOOP_A
 	if (pa_.status || (sv.status != RB_OK && sv.status != RB_STOPPED)) {
-		fprintf(stderr, "cping: side A's perftest-shaped loop: %d (1 stopped, 2 deadline, 3 post, 4 completion); side B's serve loop: status %d\n",
+		fprintf(stderr, "cping: side A's perftest-shaped loop: %d " PT_STATUSES "; side B's serve loop: status %d\n",
 			pa_.status, sv.status);
 		return 1;
 	}
 #else
 	if (pa_.status || pb_.status) {
-		fprintf(stderr, "cping: perftest-shaped loop failed: requester %d, passive side %d (1 stopped, 2 deadline, 3 post, 4 completion)\n",
+		fprintf(stderr, "cping: perftest-shaped loop failed: requester %d, passive side %d " PT_STATUSES "\n",
 			pa_.status, pb_.status);
 		return 1;
 	}
@@ -876,7 +879,7 @@ converted:
 	pthread_join(th, NULL);
 	sv.status = RB_OK;
 	if (pb_.status) {
-		fprintf(stderr, "cping: side B's perftest-shaped loop failed: %d (1 stopped, 2 deadline, 3 post, 4 completion)\n", pb_.status);
+		fprintf(stderr, "cping: side B's perftest-shaped loop failed: %d " PT_STATUSES "\n", pb_.status);
 		return 1;
 	}
 #else
