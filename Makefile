@@ -174,9 +174,10 @@ calibrate-setup: build cping-builds
 # median with its 95% confidence interval. Then (issue #43),
 # in a second boot, the same for read_lat, send_lat RC and UD and the
 # atomics against the benchmarks themselves like for like (their cycle
-# histograms: ci/cping/families.sh), and for read_lat and fadd the C-only
-# control too, with our loop, perftest's, and perftest's with our pieces
-# (cping -o read|fadd, paired against cping), each split at the bounds below
+# histograms: ci/cping/families.sh), and for read_lat and the atomics the
+# C-only control too, with our loop, perftest's, and perftest's with our
+# pieces (cping -o read|fadd|cas, paired against cping), for send_lat RC
+# with our loops (cping -o send), each split at the bounds below
 # between the levels its runs sit at under TCG. Nothing is stored.
 PHASE_ROUNDS ?= 24
 PHASE_BOUNDS = read_lat:28 send_lat:15,20 send_lat_ud:20 atomic_lat_fadd:26 atomic_lat_cas:26

@@ -79,18 +79,20 @@ for p in "$@"; do
 		# calibrate's C-only control runs the same loops.
 		cping_run cping '^cping-counts 1 100000000000 3 2000 [0-9]+$'
 		# make calibrate-phases' experiment builds (make cping-builds), each
-		# like for like (-S): 1999 cycle samples; and the READ and
-		# FETCH_AND_ADD round trips (-o) with our loop, perftest's, and
-		# perftest's with our pieces (make calibrate-phases' second boot).
+		# like for like (-S): 1999 cycle samples; the READ and atomic
+		# round trips (-o) with our loop, perftest's, and perftest's with
+		# our pieces, and SendLat's RC ping-pong with our loops (make
+		# calibrate-phases' second boot).
 		cycles='^cping-cycle-counts 1 100000000000 3 1999 [0-9]+$'
 		for b in "$root"/.cache/bin/cping-*; do
 			[[ -x $b ]] && cping_run "$(basename "$b")" "$cycles" -S
 		done
 		for b in cping cping-ptloop cping-ptloop-all; do
-			for op in read fadd; do
+			for op in read fadd cas; do
 				[[ -x $root/.cache/bin/$b ]] && cping_run "$b" "$cycles" -S -o "$op"
 			done
 		done
+		cping_run cping "$cycles" -S -o send
 	fi
 	if [[ $p == bench_test ]]; then
 		echo "=== benchmarks (-short smoke run): $p"

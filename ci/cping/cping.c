@@ -14,12 +14,12 @@
 // -rdma.signal-all -rdma.warmup 0): every WR signaled and its completion
 // awaited in its iteration on both sides, no warm-up; calibrate then reads
 // the cycle histogram (post → next post ÷ 2, iters − 1 samples: perftest's
-// sample; not halved with -o read|fadd, as perftest's READ and atomic
+// sample; not halved with -o read|fadd|cas, as perftest's READ and atomic
 // samples), so the control also runs under the like-for-like definition.
 //
 // It prints the histogram's counts (hdrhistogram-go's geometry,
 // 1 ns … 100 s, 3 significant figures; the samples are RTT/2 as in
-// WriteLat, the whole round trip with -o read|fadd) as "cping-counts LOWEST HIGHEST SIGFIGS TOTAL LEN" followed by
+// WriteLat, the whole round trip with -o read|fadd|cas) as "cping-counts LOWEST HIGHEST SIGFIGS TOTAL LEN" followed by
 // "INDEX COUNT" lines for the non-zero counts, then the cycle histogram's
 // as "cping-cycle-counts …" and its lines, so that calibrate reads the
 // percentiles exactly as rdmatest does (hdrhistogram.Import).
@@ -39,7 +39,7 @@
 // -DCPING_PERFTEST_LOOP_B (rdmabench's ping loop on A, perftest's loop
 // answering on B); both sides then count 1..255 as rdmabench's loops do.
 // -DCPING_PT_ANSWER_STAMP adds to perftest's loop on side A the one clock
-// read it lacks against ours: at the answer; with -o read|fadd,
+// read it lacks against ours: at the answer; with -o read|fadd|cas,
 // -DCPING_PT_HIST_ADDS adds our two histogram adds a round trip and
 // -DCPING_PT_OUR_POLL our poll (a batch of 32, every status checked),
 // -DCPING_PT_OUR_CLOCK our clock read at the post (rb_clock_ns, a call)
@@ -48,14 +48,19 @@
 // -DCPING_TWO_CONTEXTS (a device context per side) change the setup
 // alone; the builds combine (make calibrate-phases' PHASE_BUILDS).
 //
-// With -o read or -o fadd (issue #43: the other families' phases), side
-// A runs the READ or FETCH_AND_ADD round trip of ReadLat and AtomicLat
-// instead (rdmabench's loop in RB_PING_ROUND mode; with
-// -DCPING_PERFTEST_LOOP perftest's run_iter_lat: stamp, post, poll), a
-// sample the whole round trip as perftest's, and side B runs no loop:
-// only the default and -DCPING_PERFTEST_LOOP builds take it.
+// With -o read, -o fadd or -o cas (issue #43: the other families'
+// phases), side A runs the READ, FETCH_AND_ADD or COMPARE_AND_SWAP round
+// trip of ReadLat and AtomicLat instead (rdmabench's loop in
+// RB_PING_ROUND mode; with -DCPING_PERFTEST_LOOP perftest's
+// run_iter_lat: stamp, post, poll), a sample the whole round trip as
+// perftest's, and side B runs no loop: only the default and
+// -DCPING_PERFTEST_LOOP builds take it. With -o send, the two sides run
+// SendLat's RC ping-pong (rdmabench's loops in RB_PING_RECV and
+// RB_SERVE_RECV_ECHO mode, 512 receives posted on each side, the answer
+// echoing the bytes received; the sample halved as WRITE's): the default
+// build only, as no build runs perftest's SEND loop yet.
 //
-// Usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE] [-n ITERS] [-o write|read|fadd]
+// Usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE] [-n ITERS] [-o write|read|fadd|cas|send]
 //              [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S] [-S]
 // Built by calibrate's make target with -Wall -Wextra -Werror.
 #define _GNU_SOURCE
@@ -474,11 +479,13 @@ static void pt_round(struct pt_side *s) {
 #endif
 
 // The round trips cping runs (-o).
-enum { OP_WRITE, OP_READ, OP_FADD };
+enum { OP_WRITE, OP_READ, OP_FADD, OP_CAS, OP_SEND };
 
 #if !defined(CPING_TWO_PROCESSES) && !defined(CPING_PT_ONE_SIDE)
-// round_wr fills side A's signaled READ (size bytes) or FETCH_AND_ADD
-// (8 bytes, add 1) of b's memory into a's in slot.
+// round_wr fills side A's signaled READ (size bytes), FETCH_AND_ADD
+// (8 bytes, add 1) or COMPARE_AND_SWAP (8 bytes; perftest's 0 for 0:
+// rdmabench's loop sets its own pair a round trip) of b's memory into a's
+// in slot.
 static void round_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, const struct side *from, const struct pub *to, int size, int op) {
 	memset(wr, 0, sizeof *wr);
 	sge->addr = (uintptr_t)(from->buf + SLOT);
@@ -492,10 +499,10 @@ static void round_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, const struct s
 		wr->wr.rdma.remote_addr = to->buf;
 		wr->wr.rdma.rkey = to->rkey;
 	} else {
-		wr->opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr->opcode = op == OP_CAS ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_ATOMIC_FETCH_AND_ADD;
 		wr->wr.atomic.remote_addr = to->buf + SLOT;
 		wr->wr.atomic.rkey = to->rkey;
-		wr->wr.atomic.compare_add = 1;
+		wr->wr.atomic.compare_add = op == OP_CAS ? 0 : 1;
 	}
 }
 #endif
@@ -579,13 +586,17 @@ int main(int argc, char **argv) {
 				op = OP_READ;
 			else if (!strcmp(optarg, "fadd"))
 				op = OP_FADD;
+			else if (!strcmp(optarg, "cas"))
+				op = OP_CAS;
+			else if (!strcmp(optarg, "send"))
+				op = OP_SEND;
 			else {
-				fprintf(stderr, "cping: -o %s: want write, read or fadd\n", optarg);
+				fprintf(stderr, "cping: -o %s: want write, read, fadd, cas or send\n", optarg);
 				return 2;
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE 1..%d] [-n ITERS] [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S] [-S] [-o write|read|fadd]\n", SLOT);
+			fprintf(stderr, "usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE 1..%d] [-n ITERS] [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S] [-S] [-o write|read|fadd|cas|send]\n", SLOT);
 			return 2;
 		}
 	}
@@ -601,12 +612,18 @@ int main(int argc, char **argv) {
 #endif
 #if defined(CPING_TWO_PROCESSES) || defined(CPING_PT_ONE_SIDE)
 	if (op != OP_WRITE) {
-		fprintf(stderr, "cping: -o read and -o fadd: this build runs one side with perftest's write loop or in a process of its own\n");
+		fprintf(stderr, "cping: -o read|fadd|cas|send: this build runs one side with perftest's write loop or in a process of its own\n");
 		return 2;
 	}
 #endif
-	if (op == OP_FADD && size != 8) {
-		fprintf(stderr, "cping: -o fadd -s %d: an atomic is 8 bytes\n", size);
+#if defined(CPING_PT_ANY) || defined(CPING_PERFTEST_QUEUES)
+	if (op == OP_SEND) {
+		fprintf(stderr, "cping: -o send: this build has perftest's loop or queues, and no build runs perftest's SEND loop\n");
+		return 2;
+	}
+#endif
+	if ((op == OP_FADD || op == OP_CAS) && size != 8) {
+		fprintf(stderr, "cping: -o %s -s %d: an atomic is 8 bytes\n", op == OP_FADD ? "fadd" : "cas", size);
 		return 2;
 	}
 	if (signal_all && iters < 2) {
@@ -883,25 +900,45 @@ converted:
 		return 1;
 	}
 #else
-	if (op != OP_WRITE) {
+	static rb_rq rq_a, rq_b;
+	if (op == OP_SEND) {
+		// SendLat's RC ping-pong: SEND, answered by a SEND of the bytes
+		// received; each side's receives posted before either loop runs.
+		p.wr.opcode = IBV_WR_SEND;
+		p.mode = RB_PING_RECV;
+		p.rq = &rq_a;
+		rb_rq_init(&rq_a, a.qp, NULL, (uintptr_t)(a.buf + SLOT), (uint32_t)size, a.mr->lkey, 0);
+		s->wr.opcode = IBV_WR_SEND;
+		s->sge.addr += SLOT; // the echo: from where the request landed
+		s->mode = RB_SERVE_RECV_ECHO;
+		s->rq = &rq_b;
+		s->nrq = 1;
+		s->imm_cap = RECV_DEPTH;
+		if (!(s->imms = calloc(RECV_DEPTH, sizeof *s->imms)))
+			die("immediates", ENOMEM);
+		rb_rq_init(&rq_b, b.qp, NULL, (uintptr_t)(b.buf + SLOT), (uint32_t)size, b.mr->lkey, 0);
+		if (rb_rq_fill(&p.ctl, &rq_a, RECV_DEPTH) || rb_rq_fill(&s->ctl, &rq_b, RECV_DEPTH))
+			die("ibv_post_recv", p.ctl.err ? p.ctl.err : s->ctl.err);
+	} else if (op != OP_WRITE) {
 		// ReadLat's and AtomicLat's round trip: side A alone.
 		round_wr(&p.wr, &p.sge, &a, &pub_b, size, op);
 		p.mode = RB_PING_ROUND;
 		p.halve = 0;
-		if (op == OP_FADD) {
-			p.atomic = RB_ATOMIC_FADD;
+		if (op == OP_FADD || op == OP_CAS) {
+			p.atomic = op == OP_FADD ? RB_ATOMIC_FADD : RB_ATOMIC_CSWAP;
 			p.result = (volatile uint64_t *)(a.buf + SLOT);
 		}
 	}
+	const int two_loops = op == OP_WRITE || op == OP_SEND;
 	pthread_t th;
-	if (op == OP_WRITE && (rc = pthread_create(&th, NULL, serve_main, &sv)))
+	if (two_loops && (rc = pthread_create(&th, NULL, serve_main, &sv)))
 		die("pthread_create", rc);
 	pin(cpu_a);
 	long p0 = preemptions();
 	int st = rb_run_ping(&p);
 	long preempted = preemptions() - p0;
 	s->ctl.stop = 1;
-	if (op == OP_WRITE)
+	if (two_loops)
 		pthread_join(th, NULL);
 	else
 		sv.status = RB_OK;
@@ -949,6 +986,7 @@ converted:
 		ibv_dereg_mr(b.mr);
 		ibv_destroy_cq(b.cq);
 	}
+	free(s->imms);
 	if (pd_b != pd) {
 		ibv_dealloc_pd(pd_b);
 		ibv_close_device(ctx_b);

@@ -4,8 +4,10 @@
 # guest. Each round runs, per family, perftest's latency program with -U
 # (every sample), the matching benchmark of BENCH (bench_test's binary)
 # like for like (-rdma.signal-all -rdma.warmup 0) and, for read_lat and
-# atomic_lat_fadd, each CPING build (the C-only control, -S -o read or
-# -o fadd), in an order that rotates from round to round, 5000
+# the atomics, each CPING build (the C-only control, -S -o read, fadd or
+# cas), for send_lat (RC) the default build only (cping -S -o send: no
+# build runs perftest's SEND loop), in an order that rotates from round
+# to round, 5000
 # iterations each, requester on CPU 0 and passive side on CPU 1 as make
 # calibrate pins them. It keeps DIR/FAMILY/perftest.ROUND.txt,
 # DIR/FAMILY/bench.ROUND.hlog (the benchmark's cycle histogram:
@@ -44,7 +46,10 @@ ours() { # family-dir round pattern
 	rm -rf "$tmp" "$1/bench.$2.out"
 }
 cping_op() { # family: the C-only control's -o, or nothing
-	case $1 in read_lat) echo read ;; atomic_lat_fadd) echo fadd ;; esac
+	case $1 in read_lat) echo read ;; atomic_lat_fadd) echo fadd ;; atomic_lat_cas) echo cas ;; send_lat) echo send ;; esac
+}
+cping_takes() { # build op: whether the build runs that round trip
+	[[ $2 != send || $(basename "$1") == cping ]]
 }
 for r in $(seq 1 "$rounds"); do
 	for fam in "${families[@]}"; do
@@ -53,7 +58,9 @@ for r in $(seq 1 "$rounds"); do
 		mkdir -p "$dir/$name"
 		op=$(cping_op "$name")
 		contestants=(perftest bench)
-		[ -n "$op" ] && contestants+=("${cpings[@]}")
+		for c in "${cpings[@]}"; do
+			[ -n "$op" ] && cping_takes "$c" "$op" && contestants+=("$c")
+		done
 		k=${#contestants[@]}
 		for ((j = 0; j < k; j++)); do
 			c=${contestants[(r - 1 + j) % k]}
