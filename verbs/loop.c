@@ -21,6 +21,14 @@
 // Compare-and-swap streams move a counter through k·RB_CSWAP_STEP
 // (verbs.CmpSwapStep).
 #define RB_CSWAP_STEP UINT64_C(0x9E3779B97F4A7C15)
+// RB_HOT marks what the timed loops call on every turn or round trip
+// (the clock, the histogram, a poll, filing completions): inlined into
+// them in this file. Under qemu TCG these calls and returns showed in
+// the READ and atomic round trips, about 1 point of their latency
+// (issue #43, docs/notes/perf-2026-12-07-hot-loop.md); on a CPU they cost
+// little either way. rb_clock_ns and rb_hist_add stay callable from
+// outside.
+#define RB_HOT inline __attribute__((always_inline))
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -75,7 +83,7 @@ static inline uint64_t rb_clock_ticks(void) {
 
 // rb_clock_ns is the loops' one clock read: the counter and a multiply,
 // or clock_gettime.
-int64_t rb_clock_ns(void) {
+RB_HOT int64_t rb_clock_ns(void) {
 	if (rb_clk.kind == RB_CLOCK_COUNTER) {
 		int64_t d = (int64_t)(rb_clock_ticks() - rb_clk.base_ticks);
 		return rb_clk.base_ns + (int64_t)(((__int128)d * (__int128)rb_clk.mult) >> 32);
@@ -137,7 +145,7 @@ double rb_clock_use_counter(int64_t span_ns) {
 
 // rb_hist_add records v with hdrhistogram-go's bucket arithmetic
 // (getBucketIndex, getSubBucketIdx, countsIndex).
-void rb_hist_add(rb_hist *h, int64_t v) {
+RB_HOT void rb_hist_add(rb_hist *h, int64_t v) {
 	if (v < h->lowest)
 		v = h->lowest;
 	if (v > h->highest) {
@@ -181,7 +189,7 @@ static int rb_stalled(rb_ctl *c, int what, int64_t outstanding) {
 
 // rb_poll_cq polls up to n completions; a failed one ends the loop. Returns
 // the count, or -1 with the status set.
-static int rb_poll_cq(rb_ctl *c, struct ibv_cq *cq, struct ibv_wc *wc, int n) {
+static RB_HOT int rb_poll_cq(rb_ctl *c, struct ibv_cq *cq, struct ibv_wc *wc, int n) {
 	int got = ibv_poll_cq(cq, n, wc);
 	if (got < 0) {
 		rb_fail(c, RB_POLL);
@@ -327,10 +335,10 @@ static int rb_post(rb_ctl *c, struct ibv_qp *qp, struct ibv_send_wr *wr, struct 
 	return 0;
 }
 
-// rb_sq_reap takes the send completions in wc (IDs are send sequence
+// rb_take takes the send completions in wc (IDs are send sequence
 // numbers) into *covered and hands receive completions to rq (or fails on
 // them without one). Returns the receives seen, or -1.
-static int rb_take(rb_ctl *c, struct ibv_wc *wc, int got, uint64_t *covered, rb_rq *rq, int nrq) {
+static RB_HOT int rb_take(rb_ctl *c, struct ibv_wc *wc, int got, uint64_t *covered, rb_rq *rq, int nrq) {
 	int recvs = 0;
 	for (int i = 0; i < got; i++) {
 		if (wc[i].opcode & IBV_WC_RECV) {
