@@ -81,8 +81,8 @@ for p in "$@"; do
 		# make calibrate-phases' experiment builds (make cping-builds), each
 		# like for like (-S): 1999 cycle samples; the READ and atomic
 		# round trips (-o) with our loop, perftest's, and perftest's with
-		# our pieces, and SendLat's RC ping-pong with our loops (make
-		# calibrate-phases' second boot).
+		# our pieces, and SendLat's RC ping-pong with our loops and
+		# perftest's (make calibrate-phases' second boot).
 		cycles='^cping-cycle-counts 1 100000000000 3 1999 [0-9]+$'
 		for b in "$root"/.cache/bin/cping-*; do
 			[[ -x $b ]] && cping_run "$(basename "$b")" "$cycles" -S
@@ -92,7 +92,9 @@ for p in "$@"; do
 				[[ -x $root/.cache/bin/$b ]] && cping_run "$b" "$cycles" -S -o "$op"
 			done
 		done
-		cping_run cping "$cycles" -S -o send
+		for b in cping cping-ptloop; do
+			[[ -x $root/.cache/bin/$b ]] && cping_run "$b" "$cycles" -S -o send
+		done
 	fi
 	if [[ $p == bench_test ]]; then
 		echo "=== benchmarks (-short smoke run): $p"

@@ -57,8 +57,10 @@
 // -DCPING_PERFTEST_LOOP builds take it. With -o send, the two sides run
 // SendLat's RC ping-pong (rdmabench's loops in RB_PING_RECV and
 // RB_SERVE_RECV_ECHO mode, 512 receives posted on each side, the answer
-// echoing the bytes received; the sample halved as WRITE's): the default
-// build only, as no build runs perftest's SEND loop yet.
+// echoing the bytes received; the sample halved as WRITE's), or with
+// -DCPING_PERFTEST_LOOP perftest's run_iter_lat_send on both sides (over
+// our one CQ a side: pt_next); the default and -DCPING_PERFTEST_LOOP
+// builds take it, not those with perftest's queues or our pieces.
 //
 // Usage: cping -d DEV [-i PORT] [-x GID_INDEX] [-s SIZE] [-n ITERS] [-o write|read|fadd|cas|send]
 //              [-a CPU_A] [-b CPU_B] [-t TIMEOUT_S] [-S]
@@ -323,7 +325,7 @@ static void *stop_watch(void *arg) {
 #endif
 
 // PT_STATUSES names a pt_side's status values, for the messages.
-#define PT_STATUSES "(1 stopped, 2 deadline, 3 post, 4 completion)"
+#define PT_STATUSES "(1 stopped, 2 deadline, 3 post, 4 completion, 5 post receive)"
 
 // pt_side is one side of the perftest-shaped loop. The side marked
 // passive posts first and the other waits first, as perftest's server
@@ -344,6 +346,7 @@ struct pt_side {
 	int status; // 0, or one of PT_STATUSES
 	volatile int64_t answered; // -DCPING_PT_ANSWER_STAMP: the last answer's clock read
 	rb_hist *hist;             // -DCPING_PT_HIST_ADDS: where pt_round adds its two values a round trip
+	struct ibv_recv_wr *rwr;   // -o send: the receive pt_send reposts per message
 };
 
 // pt_late tells a wait of the perftest-shaped loop to end: 1 on the stop
@@ -481,6 +484,87 @@ static void pt_round(struct pt_side *s) {
 // The round trips cping runs (-o).
 enum { OP_WRITE, OP_READ, OP_FADD, OP_CAS, OP_SEND };
 
+#ifdef CPING_PERFTEST_LOOP
+// pt_next polls side s's CQ one completion at a time, as perftest does,
+// until one of the kind wanted (a receive, or its own send) is there,
+// and takes it. perftest has a send CQ and a receive CQ; our setup has
+// one CQ a side, so a completion of the other kind that comes first is
+// counted (*recvs, *sends) and taken when its turn comes. 0, or one of
+// PT_STATUSES.
+static int pt_next(struct pt_side *s, long *recvs, long *sends, int want_recv) {
+	long *want = want_recv ? recvs : sends;
+	int64_t since = 0;
+	for (unsigned polls = 1; *want == 0; polls++) {
+		struct ibv_wc wc;
+		int ne = ibv_poll_cq(s->cq, 1, &wc);
+		if (ne < 0 || (ne > 0 && wc.status != IBV_WC_SUCCESS))
+			return 4;
+		if (ne > 0)
+			++*((wc.opcode & IBV_WC_RECV) ? recvs : sends);
+		else if ((ne = pt_late(s, polls, &since)))
+			return ne;
+	}
+	--*want;
+	return 0;
+}
+
+// pt_send is perftest's run_iter_lat_send on one side (-o send): wait
+// for the peer's message (side A, the client, not before its first
+// post), repost that receive (while the posted ones still fall short of
+// iters, as perftest), stamp (side A), post the SEND, signaled, and
+// poll its completion.
+static void *pt_send(void *arg) {
+	struct pt_side *s = arg;
+	pin(s->cpu);
+	long scnt = 0, rcnt = 0, recvs = 0, sends = 0;
+	struct ibv_send_wr *bad;
+	struct ibv_recv_wr *rbad;
+	while (scnt < s->iters || rcnt < s->iters) {
+		if (rcnt < s->iters && !(scnt < 1 && s->stamps)) {
+			if ((s->status = pt_next(s, &recvs, &sends, 1)))
+				goto out;
+			rcnt++;
+			if (rcnt + RECV_DEPTH <= s->iters && ibv_post_recv(s->qp, s->rwr, &rbad)) {
+				s->status = 5;
+				goto out;
+			}
+		}
+		if (scnt < s->iters) {
+			if (s->stamps)
+				s->stamps[scnt] = __rdtsc();
+			scnt++;
+			if (ibv_post_send(s->qp, s->wr, &bad)) {
+				s->status = 3;
+				goto out;
+			}
+			if ((s->status = pt_next(s, &recvs, &sends, 0)))
+				goto out;
+		}
+	}
+out:
+	if (s->status)
+		*s->stop = 1; // the other side stops too
+	return NULL;
+}
+
+// pt_send_setup turns side x's WRITE (wr, from from's out slot, or its in
+// slot for the echo) into a SEND and posts RECV_DEPTH receives into x's
+// in slot, one WR each, as perftest posts its rx_depth.
+static void pt_send_setup(struct side *x, struct ibv_send_wr *wr, struct ibv_recv_wr *rwr, struct ibv_sge *rsge, int size) {
+	wr->opcode = IBV_WR_SEND;
+	memset(rwr, 0, sizeof *rwr);
+	rsge->addr = (uintptr_t)(x->buf + SLOT);
+	rsge->length = (uint32_t)size;
+	rsge->lkey = x->mr->lkey;
+	rwr->sg_list = rsge;
+	rwr->num_sge = 1;
+	struct ibv_recv_wr *bad;
+	for (int i = 0; i < RECV_DEPTH; i++)
+		if (ibv_post_recv(x->qp, rwr, &bad))
+			die("ibv_post_recv", errno);
+}
+#endif
+
 #if !defined(CPING_TWO_PROCESSES) && !defined(CPING_PT_ONE_SIDE)
 // round_wr fills side A's signaled READ (size bytes), FETCH_AND_ADD
 // (8 bytes, add 1) or COMPARE_AND_SWAP (8 bytes; perftest's 0 for 0:
@@ -616,9 +700,11 @@ int main(int argc, char **argv) {
 		return 2;
 	}
 #endif
-#if defined(CPING_PT_ANY) || defined(CPING_PERFTEST_QUEUES)
+#if defined(CPING_PERFTEST_QUEUES) || defined(CPING_PT_ANSWER_STAMP) || defined(CPING_PT_HIST_ADDS) || \
+	defined(CPING_PT_OUR_POLL) || defined(CPING_PT_OUR_CLOCK)
 	if (op == OP_SEND) {
-		fprintf(stderr, "cping: -o send: this build has perftest's loop or queues, and no build runs perftest's SEND loop\n");
+		fprintf(stderr, "cping: -o send: this build has perftest's queues or our pieces in perftest's loop; "
+				"-o send runs in the default and the -DCPING_PERFTEST_LOOP builds\n");
 		return 2;
 	}
 #endif
@@ -784,8 +870,20 @@ int main(int argc, char **argv) {
 	int64_t n0 = rb_clock_ns();
 	pthread_t pth;
 	long p0 = 0, preempted = 0;
+	void *(*side_a)(void *) = pt_loop;
 #ifdef CPING_PERFTEST_LOOP
-	if (op != OP_WRITE) {
+	static struct ibv_recv_wr rwa, rwb;
+	static struct ibv_sge rsa, rsb;
+	if (op == OP_SEND) {
+		// perftest's SEND latency: both sides run run_iter_lat_send;
+		// B echoes from where A's message landed, as rdmabench's serve.
+		pt_send_setup(&a, &wa, &rwa, &rsa, size);
+		pt_send_setup(&b, &s->wr, &rwb, &rsb, size);
+		s->sge.addr += SLOT;
+		pa_.rwr = &rwa;
+		pb_.rwr = &rwb;
+		side_a = side_b = pt_send;
+	} else if (op != OP_WRITE) {
 		// perftest's READ and atomic latency: side A alone.
 		round_wr(&wa, &sa, &a, &pub_b, size, op);
 #ifdef CPING_PT_HIST_ADDS
@@ -805,8 +903,8 @@ int main(int argc, char **argv) {
 	if ((rc = pthread_create(&pth, NULL, side_b, arg_b)))
 		die("pthread_create", rc);
 	p0 = preemptions();
-	pt_loop(&pa_);
-	preempted = preemptions() - p0; // the requester's only: pt_loop pins the calling thread
+	side_a(&pa_);
+	preempted = preemptions() - p0; // the requester's only: the loop pins the calling thread
 #ifdef CPING_PERFTEST_LOOP_A
 	*stop = 1; // side B's end: rdmabench's serve loop runs until stopped
 #endif
@@ -836,8 +934,8 @@ converted:
 	}
 #endif
 	// The samples as perftest's: tposted[i+1] − tposted[i], halved for
-	// the WRITE ping-pong (READ and atomics: the whole round trip).
-	const double halve = op == OP_WRITE ? 2 : 1;
+	// the WRITE and SEND ping-pongs (READ and atomics: the whole round trip).
+	const double halve = op == OP_WRITE || op == OP_SEND ? 2 : 1;
 	for (long i = 0; i + 1 < iters; i++) {
 		int64_t ns = (int64_t)((double)(stamps[i + 1] - stamps[i]) / per_ns / halve);
 		rb_hist_add(&p.cycle, ns);
