@@ -166,7 +166,9 @@ calibrate-setup: build cping-builds
 # clock read at the answer added (cping-ptA-stamp), and with perftest's
 # loop, queues and layout together (cping-ptall), and with perftest's
 # loop plus our pieces (cping-ptloop-all: the answer's clock read, the
-# histogram adds, our poll, our clock read at the post; ci/cping/cping.c);
+# histogram adds, our poll, our clock read at the post; ci/cping/cping.c),
+# and with perftest's loop over a receive CQ a side besides the send CQ
+# (cping-pt2cq, as perftest's, for send_lat);
 # calibrate -phases then
 # splits every run at 14 and 19 µs and prints each phase's share and
 # level per tool, the levels' and p50s' ratios to perftest round by
@@ -185,12 +187,13 @@ PHASE_BUILDS = cping: cping-2p:-DCPING_TWO_PROCESSES cping-2c:-DCPING_TWO_CONTEX
 	cping-pg:-DCPING_PERFTEST_LAYOUT cping-ptloop:-DCPING_PERFTEST_LOOP cping-ptA:-DCPING_PERFTEST_LOOP_A \
 	cping-ptB:-DCPING_PERFTEST_LOOP_B cping-ptA-stamp:-DCPING_PERFTEST_LOOP_A,-DCPING_PT_ANSWER_STAMP \
 	cping-ptall:-DCPING_PERFTEST_LOOP,-DCPING_PERFTEST_QUEUES,-DCPING_PERFTEST_LAYOUT \
-	cping-ptloop-all:-DCPING_PERFTEST_LOOP,-DCPING_PT_ANSWER_STAMP,-DCPING_PT_HIST_ADDS,-DCPING_PT_OUR_POLL,-DCPING_PT_OUR_CLOCK
+	cping-ptloop-all:-DCPING_PERFTEST_LOOP,-DCPING_PT_ANSWER_STAMP,-DCPING_PT_HIST_ADDS,-DCPING_PT_OUR_POLL,-DCPING_PT_OUR_CLOCK \
+	cping-pt2cq:-DCPING_PERFTEST_LOOP,-DCPING_TWO_CQS
 calibrate-phases: build cping-builds
 	go test -c -o .cache/bench.test ./bench_test
 	rm -rf .cache/phases && mkdir -p .cache/phases/write_lat
 	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/phases.sh .cache/phases/write_lat $(PHASE_ROUNDS) $(foreach nb,$(PHASE_BUILDS),.cache/bin/$(firstword $(subst :, ,$(nb))))
-	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/families.sh .cache/phases $(PHASE_ROUNDS) .cache/bench.test .cache/bin/cping .cache/bin/cping-ptloop .cache/bin/cping-ptloop-all
+	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/families.sh .cache/phases $(PHASE_ROUNDS) .cache/bench.test .cache/bin/cping .cache/bin/cping-ptloop .cache/bin/cping-ptloop-all .cache/bin/cping-pt2cq
 	@echo "=== write_lat"; go run ./ci/calibrate -phases .cache/phases/write_lat
 	@for fb in $(PHASE_BOUNDS); do [ -d .cache/phases/$${fb%%:*} ] || continue; echo "=== $${fb%%:*}"; go run ./ci/calibrate -phases .cache/phases/$${fb%%:*} -phase-bounds $${fb#*:} || exit 1; done
 

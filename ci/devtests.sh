@@ -92,7 +92,7 @@ for p in "$@"; do
 				[[ -x $root/.cache/bin/$b ]] && cping_run "$b" "$cycles" -S -o "$op"
 			done
 		done
-		for b in cping cping-ptloop; do
+		for b in cping cping-ptloop cping-pt2cq; do
 			[[ -x $root/.cache/bin/$b ]] && cping_run "$b" "$cycles" -S -o send
 		done
 	fi

@@ -46,7 +46,9 @@
 // instead of an inline rdtsc. -DCPING_PERFTEST_LAYOUT
 // (perftest's buffer layout) and
 // -DCPING_TWO_CONTEXTS (a device context per side) change the setup
-// alone; the builds combine (make calibrate-phases' PHASE_BUILDS).
+// alone, as -DCPING_TWO_CQS does (a receive CQ a side besides the send
+// CQ, as perftest's; with -DCPING_PERFTEST_LOOP only); the builds combine
+// (make calibrate-phases' PHASE_BUILDS).
 //
 // With -o read, -o fadd or -o cas (issue #43: the other families'
 // phases), side A runs the READ, FETCH_AND_ADD or COMPARE_AND_SWAP round
@@ -113,6 +115,7 @@ static void rb_hist_init(rb_hist *h, int64_t lowest, int64_t highest, int sigfig
 // side is one end: CQ, buffer (out slot, in slot), MR, QP.
 struct side {
 	struct ibv_cq *cq;
+	struct ibv_cq *rcq; // -DCPING_TWO_CQS: the receive CQ; else NULL (cq takes both)
 	uint8_t *buf;
 	struct ibv_mr *mr;
 	struct ibv_qp *qp;
@@ -142,8 +145,13 @@ enum { SEND_DEPTH = 64, RECV_DEPTH = 512, CQ_DEPTH = SEND_DEPTH + RECV_DEPTH, LO
 #endif
 
 static void side_open(struct side *s, struct ibv_context *ctx, struct ibv_pd *pd) {
+	memset(s, 0, sizeof *s);
 	if (!(s->cq = ibv_create_cq(ctx, CQ_DEPTH, NULL, NULL, 0)))
 		die("ibv_create_cq", errno);
+#ifdef CPING_TWO_CQS
+	if (!(s->rcq = ibv_create_cq(ctx, CQ_DEPTH, NULL, NULL, 0)))
+		die("ibv_create_cq (receives)", errno);
+#endif
 	if (posix_memalign((void **)&s->buf, (size_t)sysconf(_SC_PAGESIZE), 2 * SLOT))
 		die("buffer", ENOMEM);
 	memset(s->buf, 0, 2 * SLOT);
@@ -152,7 +160,8 @@ static void side_open(struct side *s, struct ibv_context *ctx, struct ibv_pd *pd
 		die("ibv_reg_mr", errno);
 	struct ibv_qp_init_attr ia;
 	memset(&ia, 0, sizeof ia);
-	ia.send_cq = ia.recv_cq = s->cq;
+	ia.send_cq = s->cq;
+	ia.recv_cq = s->rcq ? s->rcq : s->cq;
 	ia.qp_type = IBV_QPT_RC;
 	ia.cap.max_send_wr = SEND_DEPTH;
 	ia.cap.max_recv_wr = RECV_DEPTH;
@@ -264,6 +273,9 @@ struct server {
 	(defined(CPING_PERFTEST_LOOP) || defined(CPING_PERFTEST_LOOP_A) || defined(CPING_PERFTEST_LOOP_B) || defined(CPING_TWO_CONTEXTS))
 #error "CPING_TWO_PROCESSES runs rdmabench's loops, each process on a context of its own: it takes no other loop or context build"
 #endif
+#if defined(CPING_TWO_CQS) && !defined(CPING_PERFTEST_LOOP)
+#error "CPING_TWO_CQS (a receive CQ a side, as perftest's) needs CPING_PERFTEST_LOOP: rdmabench's loops take one CQ a side"
+#endif
 #if (defined(CPING_PT_HIST_ADDS) || defined(CPING_PT_OUR_POLL) || defined(CPING_PT_OUR_CLOCK)) && !defined(CPING_PERFTEST_LOOP)
 #error "CPING_PT_HIST_ADDS, CPING_PT_OUR_POLL and CPING_PT_OUR_CLOCK change perftest's round-trip loop: they need CPING_PERFTEST_LOOP"
 #endif
@@ -336,6 +348,7 @@ static void *stop_watch(void *arg) {
 struct pt_side {
 	struct ibv_qp *qp;
 	struct ibv_cq *cq;
+	struct ibv_cq *rcq; // -DCPING_TWO_CQS: where receives complete (pt_next)
 	struct ibv_send_wr *wr;
 	volatile uint8_t *in, *out;
 	long iters;
@@ -489,14 +502,16 @@ enum { OP_WRITE, OP_READ, OP_FADD, OP_CAS, OP_SEND };
 // until one of the kind wanted (a receive, or its own send) is there,
 // and takes it. perftest has a send CQ and a receive CQ; our setup has
 // one CQ a side, so a completion of the other kind that comes first is
-// counted (*recvs, *sends) and taken when its turn comes. 0, or one of
-// PT_STATUSES.
+// counted (*recvs, *sends) and taken when its turn comes. With
+// -DCPING_TWO_CQS, perftest's: receives are polled on their own CQ.
+// 0, or one of PT_STATUSES.
 static int pt_next(struct pt_side *s, long *recvs, long *sends, int want_recv) {
 	long *want = want_recv ? recvs : sends;
+	struct ibv_cq *cq = want_recv && s->rcq ? s->rcq : s->cq;
 	int64_t since = 0;
 	for (unsigned polls = 1; *want == 0; polls++) {
 		struct ibv_wc wc;
-		int ne = ibv_poll_cq(s->cq, 1, &wc);
+		int ne = ibv_poll_cq(cq, 1, &wc);
 		if (ne < 0 || (ne > 0 && wc.status != IBV_WC_SUCCESS))
 			return 4;
 		if (ne > 0)
@@ -854,14 +869,14 @@ int main(int argc, char **argv) {
 	static volatile int32_t stop_both;
 	volatile int32_t *stop = &stop_both;
 #endif
-	struct pt_side pa_ = {.qp = a.qp, .cq = a.cq, .wr = &wa, .in = a.buf + SLOT + size - 1, .out = a.buf + size - 1,
+	struct pt_side pa_ = {.qp = a.qp, .cq = a.cq, .rcq = a.rcq, .wr = &wa, .in = a.buf + SLOT + size - 1, .out = a.buf + size - 1,
 			      .iters = iters, .cpu = cpu_a, .stamps = stamps, .stop = stop, .timeout_ns = timeout_ns};
 #ifdef CPING_PERFTEST_LOOP_A
 	pa_.passive = 1;
 	void *(*side_b)(void *) = serve_main;
 	void *arg_b = &sv;
 #else
-	struct pt_side pb_ = {.qp = b.qp, .cq = b.cq, .wr = &s->wr, .in = s->in_last, .out = s->out_last,
+	struct pt_side pb_ = {.qp = b.qp, .cq = b.cq, .rcq = b.rcq, .wr = &s->wr, .in = s->in_last, .out = s->out_last,
 			      .iters = iters, .passive = 1, .cpu = cpu_b, .stop = stop, .timeout_ns = timeout_ns};
 	void *(*side_b)(void *) = pt_loop;
 	void *arg_b = &pb_;
@@ -1079,10 +1094,14 @@ converted:
 	ibv_destroy_qp(a.qp);
 	ibv_dereg_mr(a.mr);
 	ibv_destroy_cq(a.cq);
+	if (a.rcq)
+		ibv_destroy_cq(a.rcq);
 	if (is_b && is_a) { // one process: B's side too
 		ibv_destroy_qp(b.qp);
 		ibv_dereg_mr(b.mr);
 		ibv_destroy_cq(b.cq);
+		if (b.rcq)
+			ibv_destroy_cq(b.rcq);
 	}
 	free(s->imms);
 	if (pd_b != pd) {

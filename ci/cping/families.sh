@@ -5,8 +5,8 @@
 # (every sample), the matching benchmark of BENCH (bench_test's binary)
 # like for like (-rdma.signal-all -rdma.warmup 0) and, for read_lat and
 # the atomics, each CPING build (the C-only control, -S -o read, fadd or
-# cas), for send_lat (RC) cping and cping-ptloop (-S -o send: the
-# builds that take it), in an order that rotates from round to round, 5000
+# cas), for send_lat (RC) cping, cping-ptloop and cping-pt2cq (-S -o
+# send: the builds that take it), in an order that rotates from round to round, 5000
 # iterations each, requester on CPU 0 and passive side on CPU 1 as make
 # calibrate pins them. It keeps DIR/FAMILY/perftest.ROUND.txt,
 # DIR/FAMILY/bench.ROUND.hlog (the benchmark's cycle histogram:
@@ -48,7 +48,7 @@ cping_op() { # family: the C-only control's -o, or nothing
 	case $1 in read_lat) echo read ;; atomic_lat_fadd) echo fadd ;; atomic_lat_cas) echo cas ;; send_lat) echo send ;; esac
 }
 cping_takes() { # build op: whether the build runs that round trip
-	[[ $2 != send || $(basename "$1") =~ ^cping(-ptloop)?$ ]]
+	[[ $2 != send || $(basename "$1") =~ ^cping(-ptloop|-pt2cq)?$ ]]
 }
 for r in $(seq 1 "$rounds"); do
 	for fam in "${families[@]}"; do
