@@ -13,7 +13,10 @@
 # perftest's sample) and DIR/FAMILY/CPING.ROUND.txt for calibrate
 # -phases. The device is the first RDMA device (RDMA_DEV to choose), the
 # GID the first IPv4-mapped one; FAMILIES (names, space-separated)
-# limits the families run.
+# limits the families run. BENCH_ENVS adds the benchmark again under
+# other environments, as contestants of their own: space-separated
+# NAME:VAR=VALUE[,VAR=VALUE…] (NAME starting with bench-), e.g.
+# "bench-gogc:GOGC=off" keeps DIR/FAMILY/bench-gogc.ROUND.hlog.
 set -euo pipefail
 dir=$(realpath -m "$1") rounds=$2 bench=$(realpath "$3")
 shift 3
@@ -31,18 +34,24 @@ families=(
 	"atomic_lat_fadd|ib_atomic_lat -A FETCH_AND_ADD|^BenchmarkAtomicLat\$/^op=fadd\$/^transport=RC\$"
 	"atomic_lat_cas|ib_atomic_lat -A CMP_AND_SWAP|^BenchmarkAtomicLat\$/^op=cas\$/^transport=RC\$"
 )
-ours() { # family-dir round pattern
-	local tmp=$1/hlog.tmp
+declare -A benv=([bench]=)
+for v in ${BENCH_ENVS:-}; do
+	[[ $v == bench-*:*=* ]] || { echo "families.sh: BENCH_ENVS entry $v: want bench-NAME:VAR=VALUE[,VAR=VALUE…]" >&2; exit 2; }
+	benv[${v%%:*}]=${v#*:}
+done
+ours() { # family-dir round pattern name
+	local tmp=$1/hlog.tmp e=()
+	[ -n "${benv[$4]}" ] && IFS=, read -ra e <<<"${benv[$4]}"
 	rm -rf "$tmp"
-	(cd "$(dirname "$bench")" && timeout 120 "$bench" -test.run '^$' -test.bench "$3" -test.count 1 \
+	(cd "$(dirname "$bench")" && env "${e[@]}" timeout 120 "$bench" -test.run '^$' -test.bench "$3" -test.count 1 \
 		-test.benchtime ${n}x -rdma.dev "$dev" -rdma.cpus 0,1 -rdma.signal-all -rdma.warmup 0 \
-		-rdma.hlog "$tmp" > "$1/bench.$2.out" 2>&1) ||
-		{ echo "families.sh: $1 round $2: the benchmark failed:" >&2; tail -20 "$1/bench.$2.out" >&2; exit 1; }
+		-rdma.hlog "$tmp" > "$1/$4.$2.out" 2>&1) ||
+		{ echo "families.sh: $1 round $2: $4 failed:" >&2; tail -20 "$1/$4.$2.out" >&2; exit 1; }
 	local f=("$tmp"/cycles/*.hlog)
 	[ ${#f[@]} = 1 ] && [ -f "${f[0]}" ] ||
-		{ echo "families.sh: $1 round $2: want one cycle histogram, got: ${f[*]}" >&2; tail -20 "$1/bench.$2.out" >&2; exit 1; }
-	mv "${f[0]}" "$1/bench.$2.hlog"
-	rm -rf "$tmp" "$1/bench.$2.out"
+		{ echo "families.sh: $1 round $2: $4: want one cycle histogram, got: ${f[*]}" >&2; tail -20 "$1/$4.$2.out" >&2; exit 1; }
+	mv "${f[0]}" "$1/$4.$2.hlog"
+	rm -rf "$tmp" "$1/$4.$2.out"
 }
 cping_op() { # family: the C-only control's -o, or nothing
 	case $1 in read_lat) echo read ;; atomic_lat_fadd) echo fadd ;; atomic_lat_cas) echo cas ;; send_lat) echo send ;; esac
@@ -56,7 +65,7 @@ for r in $(seq 1 "$rounds"); do
 		[[ -z ${FAMILIES:-} || " $FAMILIES " == *" $name "* ]] || continue
 		mkdir -p "$dir/$name"
 		op=$(cping_op "$name")
-		contestants=(perftest bench)
+		contestants=(perftest "${!benv[@]}")
 		for c in "${cpings[@]}"; do
 			[ -n "$op" ] && cping_takes "$c" "$op" && contestants+=("$c")
 		done
@@ -65,7 +74,7 @@ for r in $(seq 1 "$rounds"); do
 			c=${contestants[(r - 1 + j) % k]}
 			case $c in
 			perftest) rb_perftest "$dir/$name/perftest.$r.txt" $prog ;;
-			bench) ours "$dir/$name" "$r" "$pattern" ;;
+			bench*) ours "$dir/$name" "$r" "$pattern" "$c" ;;
 			*) timeout 120 "$c" -d "$dev" -i 1 -x "$gid" -s 8 -n $n -a 0 -b 1 -S -o "$op" > "$dir/$name/$(basename "$c").$r.txt" ||
 				{ echo "families.sh: $name round $r: $c -o $op failed" >&2; exit 1; } ;;
 			esac
