@@ -247,16 +247,14 @@ func (c *confirmer) link(l Link) []Finding {
 }
 
 // thirdsHealthy reports whether both ends of l score normally, in the
-// second pass and in each direction, on their links with third nodes
-// that are not suspects; an end without such a link is not held
-// against l.
+// second pass and on the sides l runs on (linkEnds), on their links
+// with third nodes that are not suspects; an end without such a link is
+// not held against l.
 func (c *confirmer) thirdsHealthy(a *analysis, l Link) bool {
 	third := func(peer string) bool { return peer != l.Src && peer != l.Dst && c.suspect[peer] == nil }
-	for _, n := range []string{l.Src, l.Dst} {
-		for _, d := range directions {
-			if gs, _ := c.retestLinks(a, n, d, third); len(gs) > 0 && median(gs) < a.nodeThr[nodeDir{n, d}] {
-				return false
-			}
+	for _, k := range linkEnds(l) {
+		if gs, _ := c.retestLinks(a, k.node, k.dir, third); len(gs) > 0 && median(gs) < a.nodeThr[k] {
+			return false
 		}
 	}
 	return true

@@ -107,12 +107,16 @@
 //
 // Every run. With two runs a link or more, each verdict on the medians
 // must also hold on every run alone (run k of every link, judged the
-// same way, the run-noise bound exp(−3·σ·√1.5): one run against the
+// same way, the run-noise bound exp(−k·σ·√1.5): one run against the
 // median of the others'): a TCG phase or a burst that hits one run of a
 // link is not the link's, a fault is there in every run. On fresh
 // clones of 443df5a, a healthy node came out 3.3× slower than its peers
 // in one run of two (its 8-byte round trips 2.2 and 0.8 ms against 0.4-0.5 ms) and
-// was named, and make test failed.
+// was named, and make test failed. k follows the number of runs r so
+// that noise passes in all of them with fixed odds, those of 3σ in 2
+// runs: Φ(−k)^r = Φ(−3)², k 3.0 for 2 runs, 2.25 for 3, 1.79 for 4. At
+// 3σ whatever the runs, a link limited to 49% of the others' rate in
+// make test's 4 runs went unnamed (testdata/random4-44bd6e1-1).
 //
 // Baseline. With Options.Baseline, a healthy run of the same fabric
 // (rdmafabric -baseline, refused when its own judgement names anything:
@@ -157,9 +161,11 @@
 // no row.
 //
 // Bad link (slow-link): among the links whose ends are not bad nodes,
-// its g is an outlier, and each end is healthy on its other links (its
-// scores without this link, its best other partners in each direction,
-// are not outliers among the nodes' scores). The links of a bad node are
+// its g is an outlier, and each end is healthy on its other links on
+// the side the link runs on (the source's sending score and the
+// destination's receiving score without this link, their best other
+// partners, are not outliers among the nodes' scores; a fault on an
+// end's other side does not slow the link). The links of a bad node are
 // not named: the node explains them.
 //
 // The node and link rules tell a node from a link by a node's other
@@ -177,8 +183,8 @@
 // a node whose median g over its retest links in the direction it was
 // named in is again an outlier, or
 // again below the floor, or again without a row; a link whose re-run g
-// is again an outlier while its ends are healthy, both ways, with their
-// third nodes.
+// is again an outlier while its ends are healthy with their third
+// nodes, on the sides the link runs on.
 // A suspect the second pass did not measure is not confirmed.
 //
 // Bad node or link (error-rate): a stream whose rows carry the source
