@@ -168,7 +168,9 @@ calibrate-setup: build cping-builds
 # loop plus our pieces (cping-ptloop-all: the answer's clock read, the
 # histogram adds, our poll, our clock read at the post; ci/cping/cping.c),
 # and with perftest's loop over a receive CQ a side besides the send CQ
-# (cping-pt2cq, as perftest's, for send_lat);
+# (cping-pt2cq, as perftest's, for send_lat), and with the Go
+# benchmarks' setup (cping-go: receive queue 1, CQ 65, the device's
+# maximum of outstanding reads and atomics, a page per side from mmap);
 # calibrate -phases then
 # splits every run at 14 and 19 µs and prints each phase's share and
 # level per tool, the levels' and p50s' ratios to perftest round by
@@ -177,8 +179,9 @@ calibrate-setup: build cping-builds
 # in a second boot, the same for read_lat, send_lat RC and UD and the
 # atomics against the benchmarks themselves like for like (their cycle
 # histograms: ci/cping/families.sh), and for read_lat and the atomics the
-# C-only control too, with our loop, perftest's, and perftest's with our
-# pieces (cping -o read|fadd|cas, paired against cping), for send_lat RC
+# C-only control too, with our loop, perftest's, perftest's with our
+# pieces, and our loop over the benchmarks' setup (cping -o
+# read|fadd|cas, paired against cping), for send_lat RC
 # with our loops (cping -o send), each split at the bounds below
 # between the levels its runs sit at under TCG. Nothing is stored.
 PHASE_ROUNDS ?= 24
@@ -188,12 +191,12 @@ PHASE_BUILDS = cping: cping-2p:-DCPING_TWO_PROCESSES cping-2c:-DCPING_TWO_CONTEX
 	cping-ptB:-DCPING_PERFTEST_LOOP_B cping-ptA-stamp:-DCPING_PERFTEST_LOOP_A,-DCPING_PT_ANSWER_STAMP \
 	cping-ptall:-DCPING_PERFTEST_LOOP,-DCPING_PERFTEST_QUEUES,-DCPING_PERFTEST_LAYOUT \
 	cping-ptloop-all:-DCPING_PERFTEST_LOOP,-DCPING_PT_ANSWER_STAMP,-DCPING_PT_HIST_ADDS,-DCPING_PT_OUR_POLL,-DCPING_PT_OUR_CLOCK \
-	cping-pt2cq:-DCPING_PERFTEST_LOOP,-DCPING_TWO_CQS
+	cping-pt2cq:-DCPING_PERFTEST_LOOP,-DCPING_TWO_CQS cping-go:-DCPING_GO_SETUP
 calibrate-phases: build cping-builds
 	go test -c -o .cache/bench.test ./bench_test
 	rm -rf .cache/phases && mkdir -p .cache/phases/write_lat
 	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/phases.sh .cache/phases/write_lat $(PHASE_ROUNDS) $(foreach nb,$(PHASE_BUILDS),.cache/bin/$(firstword $(subst :, ,$(nb))))
-	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/families.sh .cache/phases $(PHASE_ROUNDS) .cache/bench.test .cache/bin/cping .cache/bin/cping-ptloop .cache/bin/cping-ptloop-all .cache/bin/cping-pt2cq
+	$(RXEVM) $(RXEVM_FLAGS) -- bash ci/cping/families.sh .cache/phases $(PHASE_ROUNDS) .cache/bench.test .cache/bin/cping .cache/bin/cping-ptloop .cache/bin/cping-ptloop-all .cache/bin/cping-pt2cq .cache/bin/cping-go
 	@echo "=== write_lat"; go run ./ci/calibrate -phases .cache/phases/write_lat
 	@for fb in $(PHASE_BOUNDS); do [ -d .cache/phases/$${fb%%:*} ] || continue; echo "=== $${fb%%:*}"; go run ./ci/calibrate -phases .cache/phases/$${fb%%:*} -phase-bounds $${fb#*:} || exit 1; done
 

@@ -19,8 +19,10 @@ import (
 // run as a third contestant of the write_lat scenario, so that one boot
 // shows perftest, the benchmark and the same C loop without Go side by
 // side (issue #13: is what the benchmark adds to perftest the Go
-// process, or the loop?). It uses the benchmark's setup (one RC QP per
-// side, 64-byte slots, depths 128/512, one warm-up round trip, RTT/2
+// process, or the loop?). It uses a setup like the benchmark's (one RC
+// QP per side, 64-byte slots, send depth 64, receive depth 512 where the
+// benchmark's WRITE has 1: ci/cping/cping.c lists the differences and
+// its CPING_GO_SETUP build aligns them), one warm-up round trip, RTT/2
 // samples in the same HDR geometry) and its CPUs (requester on CPU 0,
 // passive side on CPU 1, as the benchmark pins them in the guest), the
 // GID index -control-gid (the benchmark's best GID; 1 on rxe). It runs
