@@ -586,9 +586,9 @@ out:
 	return NULL;
 }
 
-// pt_send_setup turns side x's WRITE (wr, from from's out slot, or its in
-// slot for the echo) into a SEND and posts RECV_DEPTH receives into x's
-// in slot, one WR each, as perftest posts its rx_depth.
+// pt_send_setup turns side x's WRITE wr (side A's from its out slot,
+// side B's echo from its in slot) into a SEND and posts RECV_DEPTH
+// receives into x's in slot, one WR each, as perftest posts its rx_depth.
 static void pt_send_setup(struct side *x, struct ibv_send_wr *wr, struct ibv_recv_wr *rwr, struct ibv_sge *rsge, int size) {
 	wr->opcode = IBV_WR_SEND;
 	memset(rwr, 0, sizeof *rwr);
