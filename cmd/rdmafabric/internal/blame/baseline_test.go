@@ -249,20 +249,10 @@ func renderPass(t *testing.T, rng *rand.Rand, runs int, p, m float64, q func(Lin
 // pass cannot be a baseline (CheckBaseline) are drawn again. The seed
 // is printed; put it in place of the clock's to replay.
 func TestBaselineRandomRates(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 46))
 	const trials = 4000
-	var tl tally
-	for range trials {
-		d, healthy := drawRates(t, rng)
-		o := DefaultOptions()
-		o.Baseline = healthy
-		rep := Judge(d.pass(t, rng), o)
-		if tl.add(d, rep) != "exact" {
-			t.Logf("%s: %s", d, tl.last)
-		}
-	}
+	tl := rateTrials(t, 46, trials, func(rng *rand.Rand, d rateDraw, o Options) Report {
+		return Judge(d.pass(t, rng), o)
+	})
 	t.Logf("%d rate-limited fabrics with a baseline: %s", trials, tl)
 	tl.check(t, trials, 8, 15, 35, 630)
 }
@@ -280,26 +270,38 @@ func TestBaselineRandomRates(t *testing.T) {
 // linkEnds: docs/notes/fabric-2026-12-07-rate-limits.md). The seed is
 // printed; put it in place of the clock's to replay.
 func TestConfirmRandom(t *testing.T) {
+	const trials = 2000
+	tl := rateTrials(t, 47, trials, func(rng *rand.Rand, d rateDraw, o Options) Report {
+		faults := d.pass(t, rng)
+		co := o
+		co.Confirm = true
+		second := onlyPairs(d.pass(t, rng), Retests(Judge(faults, co), faults.Nodes, 2))
+		return Confirm(faults, second, o)
+	})
+	t.Logf("%d rate-limited fabrics, confirmed on retest: %s", trials, tl)
+	tl.check(t, trials, 3, 12, 10, 560)
+}
+
+// rateTrials draws trials fabrics (drawRates) from a PCG stream seeded
+// by the clock (the seed is printed; put it in place of the clock's to
+// replay), has judge name the faults of each with its healthy pass as
+// the baseline in o, logs every report that is not exact and returns
+// the tally.
+func rateTrials(t *testing.T, stream uint64, trials int, judge func(rng *rand.Rand, d rateDraw, o Options) Report) tally {
+	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 47))
-	const trials = 2000
+	rng := rand.New(rand.NewPCG(seed, stream))
 	var tl tally
 	for range trials {
 		d, healthy := drawRates(t, rng)
-		faults := d.pass(t, rng)
 		o := DefaultOptions()
 		o.Baseline = healthy
-		co := o
-		co.Confirm = true
-		suspects := Judge(faults, co)
-		second := onlyPairs(d.pass(t, rng), Retests(suspects, faults.Nodes, 2))
-		if tl.add(d, Confirm(faults, second, o)) != "exact" {
+		if tl.add(d, judge(rng, d, o)) != "exact" {
 			t.Logf("%s: %s", d, tl.last)
 		}
 	}
-	t.Logf("%d rate-limited fabrics, confirmed on retest: %s", trials, tl)
-	tl.check(t, trials, 3, 12, 10, 560)
+	return tl
 }
 
 // rateDraw is one fabric of TestBaselineRandomRates: a 4-node fabric
